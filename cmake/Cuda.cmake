@@ -1,0 +1,31 @@
+# CUDA is optional at configure time. With nvcc present the CUDA targets build (for sm_80, sm_89
+# and sm_90 unless CMAKE_CUDA_ARCHITECTURES says otherwise); without it the CPU parts build alone
+# and this notice says what was left out.
+set(ATTNFUZZ_HAVE_CUDA OFF)
+if(ATTNFUZZ_ENABLE_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 89 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(ATTNFUZZ_HAVE_CUDA ON)
+    message(STATUS "attnfuzz: CUDA ${CUDAToolkit_VERSION} found; CUDA targets build for "
+                   "${CMAKE_CUDA_ARCHITECTURES}")
+  endif()
+endif()
+if(NOT ATTNFUZZ_HAVE_CUDA)
+  message(NOTICE "attnfuzz: nvcc not found (or ATTNFUZZ_ENABLE_CUDA=OFF): the CUDA backend is left "
+                 "out; CPU kernels and the CPU oracle build as usual")
+endif()
+
+function(attnfuzz_link_cuda_runtime target)
+  if(ATTNFUZZ_HAVE_CUDA)
+    target_link_libraries(${target} PUBLIC CUDA::cudart)
+    target_compile_definitions(${target} PUBLIC ATTNFUZZ_HAVE_CUDA=1)
+  else()
+    target_compile_definitions(${target} PUBLIC ATTNFUZZ_HAVE_CUDA=0)
+  endif()
+endfunction()

@@ -1,0 +1,125 @@
+// Storage types of attention inputs and outputs, and exact conversions to and from float.
+//
+// Kernels, the oracle and the harness all hold fp16/bf16 tensors as raw 16-bit patterns
+// (`std::uint16_t`), so nothing depends on a compiler's half-precision support. Conversions
+// round to nearest, ties to even, exactly as the hardware does (cvt.rn on the GPU).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace attnfuzz {
+
+// One row per supported input dtype. Columns:
+//   id, name, significand bits (with the implicit one), largest finite value,
+//   smallest positive subnormal, poison pattern (a NaN nobody computes by accident).
+#define ATTNFUZZ_DTYPES(X)                       \
+  X(fp16, "fp16", 11, 65504.0, 0x1p-24, 0x7E5Au) \
+  X(bf16, "bf16", 8, 0x1.FEp127, 0x1p-133, 0x7FA5u)
+
+enum class Dtype : std::uint8_t {
+#define ATTNFUZZ_DTYPE_ENUM(id, name, bits, max, min_sub, poison) id,
+  ATTNFUZZ_DTYPES(ATTNFUZZ_DTYPE_ENUM)
+#undef ATTNFUZZ_DTYPE_ENUM
+};
+
+struct DtypeTraits {
+  Dtype dtype;
+  std::string_view name;
+  int significand_bits;
+  double max_finite;
+  double min_subnormal;
+  std::uint16_t poison_bits;
+
+  // Unit roundoff u = 2^-p: the largest relative error of one round-to-nearest.
+  double unit_roundoff() const { return 1.0 / static_cast<double>(1ull << significand_bits); }
+};
+
+inline constexpr DtypeTraits kDtypeTraits[] = {
+#define ATTNFUZZ_DTYPE_ROW(id, name, bits, max, min_sub, poison) \
+  {Dtype::id, name, bits, max, min_sub, static_cast<std::uint16_t>(poison)},
+    ATTNFUZZ_DTYPES(ATTNFUZZ_DTYPE_ROW)
+#undef ATTNFUZZ_DTYPE_ROW
+};
+
+inline const DtypeTraits& traits_of(Dtype dtype) {
+  return kDtypeTraits[static_cast<int>(dtype)];
+}
+inline std::string_view dtype_name(Dtype dtype) {
+  return traits_of(dtype).name;
+}
+std::optional<Dtype> parse_dtype(std::string_view name);
+
+// fp32 accumulation is part of the locked numerics: its unit roundoff enters every bound.
+inline constexpr double kFloat32UnitRoundoff = 0x1p-24;
+
+inline std::uint32_t float_bits(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+inline float float_from_bits(std::uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// ---- bf16: the top half of an fp32 pattern ----
+inline float bf16_to_float(std::uint16_t bits) {
+  return float_from_bits(static_cast<std::uint32_t>(bits) << 16);
+}
+inline std::uint16_t float_to_bf16(float value) {
+  std::uint32_t bits = float_bits(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);  // round to nearest even; overflows into inf correctly
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+// ---- fp16: 1 sign, 5 exponent, 10 fraction bits ----
+inline float fp16_to_float(std::uint16_t bits) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
+  const std::uint32_t fraction = bits & 0x3FFu;
+  if (exponent == 0x1F) return float_from_bits(sign | 0x7F800000u | (fraction << 13));
+  if (exponent != 0) return float_from_bits(sign | ((exponent + 112u) << 23) | (fraction << 13));
+  // Subnormal or zero: fraction * 2^-24 is exact in float.
+  const float magnitude = static_cast<float>(fraction) * 0x1p-24f;
+  return sign ? -magnitude : magnitude;
+}
+
+inline std::uint16_t float_to_fp16(float value) {
+  const std::uint32_t bits = float_bits(value);
+  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);   // NaN
+  if (magnitude >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds to inf
+  if (magnitude < 0x38800000u) {
+    // Below the smallest normal fp16 (2^-14): the result is a multiple of 2^-24. Adding 0.5f, whose
+    // ulp is 2^-24, makes the float unit do the round-to-nearest-even for us.
+    const float rounded = float_from_bits(magnitude) + 0.5f;
+    return static_cast<std::uint16_t>(sign | (float_bits(rounded) - float_bits(0.5f)));
+  }
+  // Normal range: rebias the exponent and round the 23-bit fraction to 10 bits, ties to even.
+  std::uint32_t rebased = magnitude - (112u << 23);
+  rebased += 0xFFFu + ((rebased >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | (rebased >> 13));
+}
+
+inline float dtype_to_float(std::uint16_t bits, Dtype dtype) {
+  return dtype == Dtype::fp16 ? fp16_to_float(bits) : bf16_to_float(bits);
+}
+inline std::uint16_t float_to_dtype(float value, Dtype dtype) {
+  return dtype == Dtype::fp16 ? float_to_fp16(value) : float_to_bf16(value);
+}
+// Rounds a float to the nearest value the dtype can hold, staying in float.
+inline float round_to_dtype(float value, Dtype dtype) {
+  return dtype_to_float(float_to_dtype(value, dtype), dtype);
+}
+
+// Widens a whole table of patterns once; 65536 floats make the hot loops' loads a lookup.
+std::span<const float> widening_table(Dtype dtype);
+
+}  // namespace attnfuzz

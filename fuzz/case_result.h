@@ -1,0 +1,34 @@
+// The outcome of one case: what ran, the verdict and why, the error figures and the timings.
+// Reports (stdout table, JSON, JUnit) are all rendered from this record.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "fuzz/attention_case.h"
+#include "oracle/tolerance.h"
+
+namespace attnfuzz {
+
+enum class CaseStatus { pass, fail, skip };
+inline std::string_view case_status_name(CaseStatus status) {
+  constexpr std::string_view names[] = {"pass", "fail", "skip"};
+  return names[static_cast<int>(status)];
+}
+
+struct CaseResult {
+  AttentionCase attention_case;
+  std::string kernel_name;     // the kernel that ran (or would have run)
+  std::string plant = "none";  // planted bug switched on, if any
+  CaseStatus status = CaseStatus::skip;
+  std::string reason;     // why it failed or was skipped; empty on pass
+  std::string oracle;     // which reference was used, e.g. "cpu_float64"
+  Comparison comparison;  // meaningful when the kernel ran
+  bool ran = false;
+  double kernel_seconds = 0.0;
+  double oracle_seconds = 0.0;
+  double total_seconds = 0.0;
+  std::string timestamp;  // UTC, ISO 8601, when the case finished
+};
+
+}  // namespace attnfuzz

@@ -1,0 +1,36 @@
+// The kernel's output buffer, poisoned and fenced. Every element starts as the dtype's poison NaN
+// pattern; guard margins before and after the tensor and the row padding inside it must still hold
+// that pattern after the kernel ran. An element still holding it was never written (the tolerance
+// check reports those); a changed guard is a write outside the tensor (reported here).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/attention_problem.h"
+
+namespace attnfuzz {
+
+class GuardedOutput {
+ public:
+  // Guard margin on each side, in elements: a few full rows, at least one 128-byte line.
+  static constexpr std::int64_t kGuardElements = 1024;
+
+  explicit GuardedOutput(const AttentionProblem& problem);
+
+  std::uint16_t* data() { return buffer_.data() + kGuardElements; }  // element [0, 0, 0, 0]
+  const std::uint16_t* data() const { return buffer_.data() + kGuardElements; }
+  std::int64_t span() const { return span_; }
+
+  // One line describing the first write outside the output tensor, or nothing when none.
+  std::optional<std::string> find_stray_write() const;
+
+ private:
+  AttentionProblem problem_;
+  std::int64_t span_ = 0;
+  std::vector<std::uint16_t> buffer_;
+};
+
+}  // namespace attnfuzz

@@ -1,0 +1,39 @@
+// fuzz_attention's command line, declared once as a table (as libFuzzer's FuzzerFlags.def): the
+// options struct, the help text and the CLI11 parser are all generated from ATTNFUZZ_FLAGS.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnfuzz {
+
+// X(kind, type, member, flag, default, help). kind: OPTION takes a value, FLAG is a switch.
+#define ATTNFUZZ_FLAGS(X)                                                                        \
+  X(OPTION, std::string, configs, "--configs", "",                                               \
+    "Matrix file to run (JSON). Default: the built-in corpus/matrix/pr.json")                    \
+  X(OPTION, std::string, backend, "--backend", "auto",                                           \
+    "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                \
+  X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                \
+  X(OPTION, std::string, plant, "--plant", "none",                                               \
+    "Switch on a planted bug in the kernel (see --list-kernels)")                                \
+  X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                    \
+    "Run only the case with this id (repeatable), e.g. --case edges/12")                         \
+  X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")          \
+  X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")     \
+  X(OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")       \
+  X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary") \
+  X(FLAG, bool, list_kernels, "--list-kernels", false,                                           \
+    "List kernels, what they support and their planted bugs, then exit")
+
+struct HarnessOptions {
+#define ATTNFUZZ_FLAG_MEMBER(kind, type, member, flag, default_value, help) \
+  type member = default_value;
+  ATTNFUZZ_FLAGS(ATTNFUZZ_FLAG_MEMBER)
+#undef ATTNFUZZ_FLAG_MEMBER
+};
+
+// Parses argv. Returns the options, or throws HarnessError on bad flags. `--help` prints the help
+// and exits the process with 0.
+HarnessOptions parse_harness_options(int argc, char** argv);
+
+}  // namespace attnfuzz

@@ -1,0 +1,718 @@
+// Matrix files: JSON that expands into a list of cases (the format is in matrix_file.h).
+//
+// Layers. Every case starts from AttentionCase{}, then the file's "defaults", then its own keys
+// (from "matrix" or one entry of "cases"). Within one object keys apply in kCaseKeys order, so
+// seq_len applies before seq_len_q and seq_len_k. kv_heads, unless some layer sets it, equals
+// heads.
+//
+// Expansion order. An object whose values include arrays expands into the cartesian product of
+// those arrays. Keys iterate in kCaseKeys order (not the order they appear in the file, so
+// reformatting a file never renumbers its cases) and the LAST key varies fastest:
+//   {"batch": [16, 32], "seq_len": [448, 512]}  ->  (16, 448), (16, 512), (32, 448), (32, 512)
+// A file's own cases are the "matrix" product first, then each entry of "cases" in order, numbered
+// "<name>/0", "<name>/1", ...; included matrices' cases come before them and keep their own ids.
+//
+// Includes. On disk an include resolves relative to the including file; among built-ins, by file
+// name. An include cycle, or a case id met twice (one matrix included twice, or two matrices with
+// one name), is an error.
+//
+// Errors throw HarnessError, one line: "<file>: case <id> (<case pointer>), field <pointer>:
+// <what>", with " (included from <file> at /include/<i>, ...)" appended inside an included file.
+#include "fuzz/matrix_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "fuzz/embedded_files.h"
+#include "fuzz/harness_error.h"
+
+namespace attnfuzz {
+namespace {
+
+using Json = nlohmann::json;
+
+// Includes nested deeper than this are an error (cycles are caught earlier, by name).
+constexpr int kMaxIncludeDepth = 32;
+
+// ---- one field's value ----
+
+// A problem with one value; whoever applies it adds the file, the case and the field.
+struct FieldProblem {
+  std::string message;
+};
+
+// The JSON types a case key accepts.
+enum class KeyType {
+  positive_integer,
+  non_negative_integer,
+  seed,
+  boolean,
+  string,
+  positive_number
+};
+
+// A value checked against its key's type: the member the type names holds it.
+struct Scalar {
+  std::int64_t integer = 0;  // positive_integer, non_negative_integer
+  std::uint64_t seed = 0;    // seed
+  bool boolean = false;      // boolean
+  std::string text;          // string
+  double number = 0.0;       // positive_number
+};
+
+// "string \"six\"", "number 3.5", "boolean true": what a value is, for messages.
+std::string describe_value(const Json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return std::string(value.type_name()) + " " + text;
+}
+
+std::int64_t read_integer(const Json& value, const char* expected) {
+  if (value.is_number_unsigned()) {
+    const auto magnitude = value.get<std::uint64_t>();
+    if (magnitude > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      throw FieldProblem{"integer " + value.dump() + " does not fit in int64"};
+    }
+    return static_cast<std::int64_t>(magnitude);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  throw FieldProblem{std::string("expected ") + expected + ", got " + describe_value(value)};
+}
+
+Scalar read_scalar(KeyType type, const Json& value) {
+  Scalar scalar;
+  switch (type) {
+    case KeyType::positive_integer:
+      scalar.integer = read_integer(value, "a positive integer");
+      if (scalar.integer <= 0) {
+        throw FieldProblem{"must be a positive integer, got " + std::to_string(scalar.integer)};
+      }
+      break;
+    case KeyType::non_negative_integer:
+      scalar.integer = read_integer(value, "a non-negative integer");
+      if (scalar.integer < 0) {
+        throw FieldProblem{"must be a non-negative integer, got " + std::to_string(scalar.integer)};
+      }
+      break;
+    case KeyType::seed:
+      if (value.is_number_unsigned()) {
+        scalar.seed = value.get<std::uint64_t>();
+      } else if (value.is_number_integer()) {
+        throw FieldProblem{"must be a non-negative integer, got " + value.dump()};
+      } else {
+        throw FieldProblem{"expected a non-negative integer (uint64), got " +
+                           describe_value(value)};
+      }
+      break;
+    case KeyType::boolean:
+      if (!value.is_boolean()) {
+        throw FieldProblem{"expected true or false, got " + describe_value(value)};
+      }
+      scalar.boolean = value.get<bool>();
+      break;
+    case KeyType::string:
+      if (!value.is_string()) throw FieldProblem{"expected a string, got " + describe_value(value)};
+      scalar.text = value.get<std::string>();
+      break;
+    case KeyType::positive_number:
+      if (!value.is_number()) throw FieldProblem{"expected a number, got " + describe_value(value)};
+      scalar.number = value.get<double>();
+      if (!(scalar.number > 0.0) || !std::isfinite(scalar.number)) {
+        throw FieldProblem{"must be a finite number > 0, got " + value.dump()};
+      }
+      break;
+  }
+  return scalar;
+}
+
+// ---- the case keys ----
+
+// A case being assembled, and the JSON pointer each shape field's value came from (empty: the
+// built-in default), so that a problem found only in a combination names the field to change.
+struct CaseDraft {
+  AttentionCase value;
+  bool kv_heads_set = false;
+  struct {
+    std::string batch, heads, kv_heads, seq_len_q, seq_len_k, head_dim, row_padding;
+  } origin;
+};
+
+Dtype dtype_named(const std::string& name) {
+  if (const auto dtype = parse_dtype(name)) return *dtype;
+  std::string known;
+  for (const DtypeTraits& traits : kDtypeTraits) {
+    known += (known.empty() ? "" : ", ") + std::string(traits.name);
+  }
+  throw FieldProblem{"unknown dtype \"" + name + "\" (expected one of " + known + ")"};
+}
+
+DataDistribution distribution_named(const std::string& name) {
+  if (const auto distribution = parse_distribution(name)) return *distribution;
+  std::string known;
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    known += (known.empty() ? "" : ", ") + std::string(info.name);
+  }
+  throw FieldProblem{"unknown data distribution \"" + name + "\" (expected one of " + known + ")"};
+}
+
+Layout layout_named(const std::string& name) {
+  if (const auto layout = parse_layout(name)) return *layout;
+  std::string known;
+  for (std::string_view each : kLayoutNames)
+    known += (known.empty() ? "" : ", ") + std::string(each);
+  throw FieldProblem{"unknown layout \"" + name + "\" (expected one of " + known + ")"};
+}
+
+struct CaseKey {
+  std::string_view name;
+  KeyType type;
+  // Stores a checked value read from JSON pointer `at`; throws FieldProblem if it is unusable.
+  void (*apply)(CaseDraft& draft, const Scalar& scalar, const std::string& at);
+};
+
+// Every key a case may hold, once. The order is the order keys apply within one object and the
+// order of product expansion (last fastest): keep seq_len before seq_len_q and seq_len_k.
+constexpr CaseKey kCaseKeys[] = {
+    {"batch", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.batch = s.integer;
+       d.origin.batch = at;
+     }},
+    {"heads", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.heads = s.integer;
+       d.origin.heads = at;
+     }},
+    {"kv_heads", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.kv_heads = s.integer;
+       d.origin.kv_heads = at;
+       d.kv_heads_set = true;
+     }},
+    {"seq_len", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.seq_len_q = d.value.seq_len_k = s.integer;
+       d.origin.seq_len_q = d.origin.seq_len_k = at;
+     }},
+    {"seq_len_q", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.seq_len_q = s.integer;
+       d.origin.seq_len_q = at;
+     }},
+    {"seq_len_k", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.seq_len_k = s.integer;
+       d.origin.seq_len_k = at;
+     }},
+    {"head_dim", KeyType::positive_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.head_dim = s.integer;
+       d.origin.head_dim = at;
+     }},
+    {"dtype", KeyType::string,
+     [](CaseDraft& d, const Scalar& s, const std::string&) {
+       d.value.dtype = dtype_named(s.text);
+     }},
+    {"causal", KeyType::boolean,
+     [](CaseDraft& d, const Scalar& s, const std::string&) { d.value.causal = s.boolean; }},
+    {"data", KeyType::string,
+     [](CaseDraft& d, const Scalar& s, const std::string&) {
+       d.value.data = distribution_named(s.text);
+     }},
+    {"seed", KeyType::seed,
+     [](CaseDraft& d, const Scalar& s, const std::string&) { d.value.seed = s.seed; }},
+    {"kernel", KeyType::string,
+     [](CaseDraft& d, const Scalar& s, const std::string&) { d.value.kernel = s.text; }},
+    {"layout", KeyType::string,
+     [](CaseDraft& d, const Scalar& s, const std::string&) {
+       d.value.layout = layout_named(s.text);
+     }},
+    {"row_padding", KeyType::non_negative_integer,
+     [](CaseDraft& d, const Scalar& s, const std::string& at) {
+       d.value.row_padding = s.integer;
+       d.origin.row_padding = at;
+     }},
+    {"softmax_scale", KeyType::positive_number,
+     [](CaseDraft& d, const Scalar& s, const std::string&) { d.value.softmax_scale = s.number; }},
+};
+
+const CaseKey* find_case_key(std::string_view name) {
+  for (const CaseKey& key : kCaseKeys) {
+    if (key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+std::string case_key_names() {
+  std::string text;
+  for (const CaseKey& key : kCaseKeys) text += (text.empty() ? "" : ", ") + std::string(key.name);
+  return text;
+}
+
+constexpr std::string_view kTopLevelKeys[] = {"name", "include", "defaults", "matrix", "cases"};
+
+// ---- where things are ----
+
+// One JSON pointer reference token: "~" and "/" escaped (RFC 6901).
+std::string pointer_token(std::string_view key) {
+  std::string token;
+  for (const char c : key) {
+    if (c == '~') {
+      token += "~0";
+    } else if (c == '/') {
+      token += "~1";
+    } else {
+      token += c;
+    }
+  }
+  return token;
+}
+
+std::string child_pointer(const std::string& parent, std::string_view key) {
+  return parent + "/" + pointer_token(key);
+}
+std::string child_pointer(const std::string& parent, std::size_t index) {
+  return parent + "/" + std::to_string(index);
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+double physical_memory_bytes() {
+  static const double bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size)
+                                      : 0.0;
+  }();
+  return bytes;
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string json_problem(const Json::exception& error) {
+  std::string what = error.what();
+  if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
+  return what;
+}
+
+// ---- reading files ----
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    throw HarnessError("cannot open " + path.string() + ": " + std::strerror(errno));
+  }
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t count = 0;
+  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, count);
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) throw HarnessError("cannot read " + path.string() + ": " + std::strerror(error));
+  return text;
+}
+
+// ---- the parser ----
+
+// An included file's text. `key` identifies the file for cycle detection.
+struct ResolvedText {
+  std::string source;
+  std::string key;
+  std::string text;
+};
+using Resolver =
+    std::function<ResolvedText(const std::string& including_source, const std::string& name)>;
+
+class MatrixParser {
+ public:
+  explicit MatrixParser(Resolver resolver) : resolver_(std::move(resolver)) {}
+
+  CaseMatrix parse(std::string_view text, const std::string& source, const std::string& key) {
+    return parse_file(text, source, key, "");
+  }
+
+ private:
+  // The file being parsed and how it was reached, for messages.
+  struct FileContext {
+    std::string source;
+    std::string included_from;  // "included from a.json at /include/0, ..." or empty
+  };
+
+  [[noreturn]] static void fail(const FileContext& file, const std::string& where,
+                                const std::string& problem) {
+    std::string message = file.source + ": " + where + ": " + problem;
+    if (!file.included_from.empty()) message += " (" + file.included_from + ")";
+    throw HarnessError(message);
+  }
+
+  static std::string field(const std::string& pointer) { return "field " + pointer; }
+  static std::string in_case(const std::string& id, const std::string& case_pointer) {
+    return "case " + id + " (" + case_pointer + ")";
+  }
+  static std::string in_case_field(const std::string& id, const std::string& case_pointer,
+                                   const std::string& field_pointer) {
+    return in_case(id, case_pointer) + ", " + field(field_pointer);
+  }
+
+  CaseMatrix parse_file(std::string_view text, const std::string& source, const std::string& key,
+                        const std::string& included_from) {
+    const FileContext file{source, included_from};
+    Json document;
+    try {
+      document = Json::parse(text.begin(), text.end());
+    } catch (const Json::parse_error& error) {
+      fail(file, "malformed JSON at byte " + std::to_string(error.byte), json_problem(error));
+    } catch (const Json::exception& error) {  // out_of_range: a number beyond double's range
+      fail(file, "malformed JSON", json_problem(error));
+    }
+    if (!document.is_object()) {
+      fail(file, "top level", "expected a JSON object, got " + std::string(document.type_name()));
+    }
+    for (const auto& [name, value] : document.items()) {
+      if (std::find(std::begin(kTopLevelKeys), std::end(kTopLevelKeys), name) ==
+          std::end(kTopLevelKeys)) {
+        fail(file, field(child_pointer("", name)),
+             "unknown top-level key \"" + name +
+                 "\" (expected name, include, defaults, matrix, cases)");
+      }
+    }
+
+    CaseMatrix matrix;
+    matrix.source = source;
+    const auto name = document.find("name");
+    if (name == document.end()) fail(file, field("/name"), "missing: a matrix needs a \"name\"");
+    if (!name->is_string() || name->get<std::string>().empty()) {
+      fail(file, field("/name"), "expected a non-empty string, got " + describe_value(*name));
+    }
+    matrix.name = name->get<std::string>();
+
+    std::set<std::string> ids;
+    if (const auto include = document.find("include"); include != document.end()) {
+      append_includes(file, key, *include, matrix, ids);
+    }
+
+    CaseDraft defaults;
+    if (const auto found = document.find("defaults"); found != document.end()) {
+      defaults = read_defaults(file, *found);
+    }
+
+    std::size_t own_cases = 0;
+    const auto add = [&](const std::string& case_pointer, const Json& object) {
+      expand_object(file, matrix.name, case_pointer, object, defaults, own_cases, matrix, ids);
+    };
+    if (const auto found = document.find("matrix"); found != document.end()) add("/matrix", *found);
+    if (const auto cases = document.find("cases"); cases != document.end()) {
+      if (!cases->is_array()) {
+        fail(file, field("/cases"), "expected an array of objects, got " + describe_value(*cases));
+      }
+      for (std::size_t i = 0; i < cases->size(); ++i) add(child_pointer("/cases", i), (*cases)[i]);
+    }
+    if (matrix.cases.empty()) {
+      fail(file, "matrix \"" + matrix.name + "\"",
+           "expands to no cases (give \"matrix\", \"cases\" or \"include\")");
+    }
+    return matrix;
+  }
+
+  void append_includes(const FileContext& file, const std::string& key, const Json& include,
+                       CaseMatrix& matrix, std::set<std::string>& ids) {
+    if (!include.is_array()) {
+      fail(file, field("/include"),
+           "expected an array of file names, got " + describe_value(include));
+    }
+    if (chain_.size() >= kMaxIncludeDepth) {
+      fail(file, field("/include"),
+           "includes nest deeper than " + std::to_string(kMaxIncludeDepth) + " levels");
+    }
+    chain_.push_back(key);
+    for (std::size_t i = 0; i < include.size(); ++i) {
+      const std::string at = child_pointer("/include", i);
+      if (!include[i].is_string()) {
+        fail(file, field(at), "expected a file name (string), got " + describe_value(include[i]));
+      }
+      ResolvedText resolved;
+      try {
+        resolved = resolver_(file.source, include[i].get<std::string>());
+      } catch (const HarnessError& error) {
+        fail(file, field(at), error.what());
+      }
+      if (std::find(chain_.begin(), chain_.end(), resolved.key) != chain_.end()) {
+        std::string cycle;
+        for (auto it = std::find(chain_.begin(), chain_.end(), resolved.key); it != chain_.end();
+             ++it) {
+          cycle += *it + " -> ";
+        }
+        fail(file, field(at), "include cycle: " + cycle + resolved.key);
+      }
+      const std::string from = "included from " + file.source + " at " + at;
+      const CaseMatrix included =
+          parse_file(resolved.text, resolved.source, resolved.key,
+                     file.included_from.empty() ? from : from + ", " + file.included_from);
+      for (const AttentionCase& attention_case : included.cases) {
+        if (!ids.insert(attention_case.id).second) {
+          fail(file, field(at),
+               "case id \"" + attention_case.id +
+                   "\" appears twice: include each matrix once, and give matrices distinct names");
+        }
+        matrix.cases.push_back(attention_case);
+      }
+    }
+    chain_.pop_back();
+  }
+
+  CaseDraft read_defaults(const FileContext& file, const Json& defaults) {
+    if (!defaults.is_object()) {
+      fail(file, field("/defaults"), "expected an object, got " + describe_value(defaults));
+    }
+    CaseDraft draft;
+    for (const CaseKey& key : kCaseKeys) {
+      const auto found = defaults.find(key.name);
+      if (found == defaults.end()) continue;
+      const std::string at = child_pointer("/defaults", key.name);
+      if (found->is_array() || found->is_object()) {
+        fail(file, field(at), "defaults hold single values, got " + describe_value(*found));
+      }
+      try {
+        key.apply(draft, read_scalar(key.type, *found), at);
+      } catch (const FieldProblem& problem) {
+        fail(file, field(at), problem.message);
+      }
+    }
+    for (const auto& [name, value] : defaults.items()) {
+      if (find_case_key(name) == nullptr) {
+        fail(file, field(child_pointer("/defaults", name)),
+             "unknown key \"" + name + "\" (case keys: " + case_key_names() + ")");
+      }
+    }
+    return draft;
+  }
+
+  // One value of a key in a product, and where it is.
+  struct Choice {
+    const Json* value;
+    std::string at;
+  };
+  struct Axis {
+    const CaseKey* key;
+    std::vector<Choice> choices;
+  };
+
+  // Expands one "matrix" or "cases" entry at `case_pointer` into the product of its array values.
+  void expand_object(const FileContext& file, const std::string& matrix_name,
+                     const std::string& case_pointer, const Json& object, const CaseDraft& defaults,
+                     std::size_t& own_cases, CaseMatrix& matrix, std::set<std::string>& ids) {
+    const std::string first_id = matrix_name + "/" + std::to_string(own_cases);
+    if (!object.is_object()) {
+      fail(file, in_case(first_id, case_pointer),
+           "expected an object of case keys, got " + describe_value(object));
+    }
+    for (const auto& [name, value] : object.items()) {
+      if (find_case_key(name) == nullptr) {
+        fail(file, in_case_field(first_id, case_pointer, child_pointer(case_pointer, name)),
+             "unknown key \"" + name + "\" (case keys: " + case_key_names() + ")");
+      }
+    }
+    std::vector<Axis> axes;
+    for (const CaseKey& key : kCaseKeys) {
+      const auto found = object.find(key.name);
+      if (found == object.end()) continue;
+      Axis axis{&key, {}};
+      const std::string at = child_pointer(case_pointer, key.name);
+      if (found->is_array()) {
+        if (found->empty()) {
+          fail(file, in_case_field(first_id, case_pointer, at), "empty array: expands to no cases");
+        }
+        for (std::size_t i = 0; i < found->size(); ++i) {
+          axis.choices.push_back({&(*found)[i], child_pointer(at, i)});
+        }
+      } else {
+        axis.choices.push_back({&*found, at});
+      }
+      axes.push_back(std::move(axis));
+    }
+
+    // An odometer over the axes, the last one turning fastest.
+    std::vector<std::size_t> position(axes.size(), 0);
+    while (true) {
+      const std::string id = matrix_name + "/" + std::to_string(own_cases);
+      CaseDraft draft = defaults;
+      for (std::size_t a = 0; a < axes.size(); ++a) {
+        const Choice& choice = axes[a].choices[position[a]];
+        try {
+          axes[a].key->apply(draft, read_scalar(axes[a].key->type, *choice.value), choice.at);
+        } catch (const FieldProblem& problem) {
+          fail(file, in_case_field(id, case_pointer, choice.at), problem.message);
+        }
+      }
+      draft.value.id = id;
+      finish_case(file, case_pointer, draft);
+      if (!ids.insert(id).second) {
+        fail(file, in_case(id, case_pointer),
+             "case id \"" + id + "\" is also an included matrix's: give matrices distinct names");
+      }
+      matrix.cases.push_back(std::move(draft.value));
+      ++own_cases;
+
+      std::size_t a = axes.size();
+      while (a > 0 && ++position[a - 1] == axes[a - 1].choices.size()) position[--a] = 0;
+      if (a == 0) break;
+    }
+  }
+
+  // Checks what only the whole case can tell: head grouping, sizes and memory.
+  void finish_case(const FileContext& file, const std::string& case_pointer, CaseDraft& draft) {
+    AttentionCase& c = draft.value;
+    if (!draft.kv_heads_set) {
+      c.kv_heads = c.heads;
+      draft.origin.kv_heads = draft.origin.heads;
+    }
+    const auto where = [&](const std::string& origin) {
+      return in_case_field(c.id, case_pointer, origin.empty() ? "(default)" : origin);
+    };
+    if (c.kv_heads > c.heads) {
+      fail(file, where(draft.origin.kv_heads),
+           "kv_heads " + std::to_string(c.kv_heads) + " exceeds heads " + std::to_string(c.heads));
+    }
+    if (c.heads % c.kv_heads != 0) {
+      fail(file, where(draft.origin.kv_heads),
+           "heads " + std::to_string(c.heads) + " is not a multiple of kv_heads " +
+               std::to_string(c.kv_heads));
+    }
+
+    // Element counts, each factor checked so that the message names the field that overflowed.
+    const auto product =
+        [&](const char* what,
+            std::initializer_list<std::pair<std::int64_t, const std::string*>> factors) {
+          std::int64_t total = 1;
+          for (const auto& [factor, origin] : factors) {
+            if (__builtin_mul_overflow(total, factor, &total)) {
+              fail(file, where(*origin), std::string(what) + " overflows int64");
+            }
+          }
+          return total;
+        };
+    std::int64_t row = 0;
+    if (__builtin_add_overflow(c.head_dim, c.row_padding, &row)) {
+      fail(file, where(draft.origin.row_padding), "head_dim + row_padding overflows int64");
+    }
+    const auto& o = draft.origin;
+    const std::int64_t q_span =
+        product("batch * seq_len_q * heads * (head_dim + row_padding)",
+                {{c.batch, &o.batch},
+                 {c.seq_len_q, &o.seq_len_q},
+                 {c.heads, &o.heads},
+                 {row, o.row_padding.empty() ? &o.head_dim : &o.row_padding}});
+    const std::int64_t k_span =
+        product("batch * seq_len_k * kv_heads * (head_dim + row_padding)",
+                {{c.batch, &o.batch},
+                 {c.seq_len_k, &o.seq_len_k},
+                 {c.kv_heads, &o.kv_heads},
+                 {row, o.row_padding.empty() ? &o.head_dim : &o.row_padding}});
+    const std::int64_t outputs =
+        product("batch * seq_len_q * heads * head_dim", {{c.batch, &o.batch},
+                                                         {c.seq_len_q, &o.seq_len_q},
+                                                         {c.heads, &o.heads},
+                                                         {c.head_dim, &o.head_dim}});
+
+    // Memory a case needs at once, in bytes: q and o span q_span elements and k and v span k_span
+    // elements, 2 bytes each; the oracle keeps a float64 output and a float64 magnitude per output
+    // element (16 bytes) and the plain reference a float32 output (4 bytes).
+    const double bytes = 2.0 * 2.0 * static_cast<double>(q_span) +
+                         2.0 * 2.0 * static_cast<double>(k_span) +
+                         (16.0 + 4.0) * static_cast<double>(outputs);
+    const double available = physical_memory_bytes();
+    if (available > 0.0 && bytes > available) {
+      fail(file, in_case(c.id, case_pointer),
+           "needs about " + gib(bytes) + " (inputs, output and the oracle's buffers for " +
+               describe_shape(problem_of(c)) + ") but this machine has " + gib(available) +
+               " of physical memory");
+    }
+  }
+
+  Resolver resolver_;
+  std::vector<std::string> chain_;  // keys of the files being parsed, outermost first
+};
+
+std::string cycle_key_of(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, error);
+  return error ? path.lexically_normal().string() : canonical.string();
+}
+
+const EmbeddedFile* find_embedded(const std::string& name) {
+  for (const EmbeddedFile& file : embedded_matrix_files()) {
+    if (file.name == name) return &file;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+CaseMatrix load_matrix_file(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  MatrixParser parser([](const std::string& including_source, const std::string& name) {
+    const std::filesystem::path included =
+        (std::filesystem::path(including_source).parent_path() / name).lexically_normal();
+    return ResolvedText{included.string(), cycle_key_of(included), read_text_file(included)};
+  });
+  return parser.parse(text, path.string(), cycle_key_of(path));
+}
+
+CaseMatrix parse_matrix_text(
+    std::string_view text, const std::string& source,
+    const std::function<std::string(const std::string&)>& resolve_include) {
+  MatrixParser parser([&resolve_include](const std::string&, const std::string& name) {
+    return ResolvedText{name, name, resolve_include(name)};
+  });
+  return parser.parse(text, source, source);
+}
+
+std::vector<std::string> built_in_matrix_names() {
+  std::vector<std::string> names;
+  for (const EmbeddedFile& file : embedded_matrix_files()) names.emplace_back(file.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+CaseMatrix load_built_in_matrix(const std::string& name) {
+  // Built-ins include each other by file name; any folder part of an include is ignored.
+  const auto find = [](const std::string& wanted) -> const EmbeddedFile& {
+    const EmbeddedFile* file = find_embedded(wanted);
+    if (file == nullptr) file = find_embedded(wanted + ".json");
+    if (file == nullptr) {
+      std::string known;
+      for (const std::string& each : built_in_matrix_names()) {
+        known += (known.empty() ? "" : ", ") + each;
+      }
+      throw HarnessError("no built-in matrix \"" + wanted + "\" (built-in: " + known + ")");
+    }
+    return *file;
+  };
+  const EmbeddedFile& top = find(name);
+  const std::string source = "built-in:" + std::string(top.name);
+  MatrixParser parser([&find](const std::string&, const std::string& included) {
+    const EmbeddedFile& file = find(std::filesystem::path(included).filename().string());
+    const std::string included_source = "built-in:" + std::string(file.name);
+    return ResolvedText{included_source, included_source, std::string(file.text)};
+  });
+  return parser.parse(top.text, source, source);
+}
+
+}  // namespace attnfuzz

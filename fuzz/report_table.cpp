@@ -1,0 +1,104 @@
+// The human-readable table on stdout: one row per case as it finishes, then the summary. The last
+// line of the summary, "P passed, F failed, S skipped", is read by CI tools: keep it exactly so.
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fuzz/report_writers.h"
+
+namespace attnfuzz {
+namespace {
+
+// Column widths. A value wider than its column pushes the rest of its row right, never truncates.
+constexpr int kStatusWidth = 4;
+constexpr int kCaseIdWidth = 24;
+constexpr int kKernelWidth = 18;
+constexpr int kShapeWidth = 64;
+constexpr int kFigureWidth = 10;
+constexpr int kTimeWidth = 9;
+
+std::string formatted(const char* format, double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+void write_cells(std::ostream& out, const std::string& status, const std::string& case_id,
+                 const std::string& kernel, const std::string& shape,
+                 const std::string& error_ratio, const std::string& max_abs_error,
+                 const std::string& seconds) {
+  std::ostringstream line;  // a scratch stream, so the caller's stream flags stay as they were
+  line << std::left << std::setw(kStatusWidth) << status << ' ' << std::setw(kCaseIdWidth)
+       << case_id << ' ' << std::setw(kKernelWidth) << kernel << ' ' << std::setw(kShapeWidth)
+       << shape << ' ' << std::right << std::setw(kFigureWidth) << error_ratio << ' '
+       << std::setw(kFigureWidth) << max_abs_error << ' ' << std::setw(kTimeWidth) << seconds;
+  out << line.str() << '\n';
+}
+
+std::string status_label(CaseStatus status) {
+  switch (status) {
+    case CaseStatus::pass:
+      return "PASS";
+    case CaseStatus::fail:
+      return "FAIL";
+    case CaseStatus::skip:
+      return "SKIP";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void write_table_header(std::ostream& out) {
+  write_cells(out, "", "case", "kernel", "shape", "err_ratio", "max_abs", "time_s");
+}
+
+void write_table_row(std::ostream& out, const CaseResult& result) {
+  const std::string error_ratio =
+      result.ran ? formatted("%.3g", result.comparison.error_ratio) : std::string("-");
+  const std::string max_abs_error =
+      result.ran ? formatted("%.3g", result.comparison.max_abs_error) : std::string("-");
+  write_cells(out, status_label(result.status), result.attention_case.id, result.kernel_name,
+              describe_case(result.attention_case), error_ratio, max_abs_error,
+              formatted("%.3f", result.total_seconds));
+  if (result.status != CaseStatus::pass) {
+    out << "    reason: " << (result.reason.empty() ? "(none given)" : result.reason) << '\n';
+  }
+}
+
+void write_table_summary(std::ostream& out, const RunReport& report) {
+  const RunSummary& summary = report.summary;
+  out << summary.total << " cases: " << summary.passed << " passed, " << summary.failed
+      << " failed, " << summary.skipped << " skipped (exit " << summary.exit_code << ") in "
+      << formatted("%.2f", summary.wall_seconds) << " s\n";
+
+  // Skip reasons, most common first; ties keep the order in which they first appeared.
+  std::vector<std::pair<std::string, int>> skip_reasons;
+  for (const CaseResult& result : report.results) {
+    if (result.status != CaseStatus::skip) continue;
+    const auto found =
+        std::find_if(skip_reasons.begin(), skip_reasons.end(),
+                     [&](const auto& entry) { return entry.first == result.reason; });
+    if (found == skip_reasons.end()) {
+      skip_reasons.emplace_back(result.reason, 1);
+    } else {
+      ++found->second;
+    }
+  }
+  std::stable_sort(skip_reasons.begin(), skip_reasons.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (!skip_reasons.empty()) out << "skipped because:\n";
+  for (const auto& [reason, count] : skip_reasons) {
+    out << "  " << count << " x " << (reason.empty() ? "(no reason given)" : reason) << '\n';
+  }
+
+  out << summary.passed << " passed, " << summary.failed << " failed, " << summary.skipped
+      << " skipped\n";
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,46 @@
+// What every kernel under test provides: a name, where it runs, what it supports, which planted
+// bugs it carries, and the forward call. The harness owns all memory; a kernel only computes.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/attention_problem.h"
+#include "kernels/planted_bug.h"
+
+namespace attnfuzz {
+
+enum class ExecutionSite { host, cuda_device };
+
+// Whether a kernel can run a problem; when not, `reason` says why in one line (the case is then
+// skipped with that reason, never failed).
+struct SupportVerdict {
+  bool supported = true;
+  std::string reason;
+  static SupportVerdict yes() { return {}; }
+  static SupportVerdict no(std::string why) { return {false, std::move(why)}; }
+};
+
+class AttentionKernel {
+ public:
+  virtual ~AttentionKernel() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;  // one line for --list-kernels
+  virtual std::string capabilities() const = 0;  // what it supports, one line
+  virtual ExecutionSite site() const = 0;
+  virtual std::span<const PlantedBug> plants() const = 0;
+  virtual SupportVerdict supports(const AttentionProblem& problem) const = 0;
+  // Computes O for `problem`. Throws std::runtime_error with a message when it cannot.
+  virtual void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
+                       PlantedBug plant) const = 0;
+
+  bool carries(PlantedBug plant) const {
+    for (PlantedBug carried : plants()) {
+      if (carried == plant) return true;
+    }
+    return plant == PlantedBug::none;
+  }
+};
+
+}  // namespace attnfuzz

@@ -1,0 +1,48 @@
+#include "kernels/cuda_device_probe.h"
+
+#include <sstream>
+
+#if ATTNFUZZ_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace attnfuzz {
+namespace {
+
+CudaDeviceStatus probe() {
+  CudaDeviceStatus status;
+#if ATTNFUZZ_HAVE_CUDA
+  status.built_with_cuda = true;
+  int runtime_version = 0;
+  cudaRuntimeGetVersion(&runtime_version);
+  std::ostringstream text;
+  text << "CUDA runtime " << runtime_version / 1000 << "." << (runtime_version % 1000) / 10 << ": ";
+  int device_count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&device_count);
+  if (error != cudaSuccess) {
+    text << "no usable device: cudaGetDeviceCount failed with " << cudaGetErrorName(error) << " ("
+         << cudaGetErrorString(error) << ")";
+  } else if (device_count == 0) {
+    text << "no usable device: cudaGetDeviceCount found 0 devices";
+  } else {
+    cudaDeviceProp properties{};
+    cudaGetDeviceProperties(&properties, 0);
+    text << properties.name << ", sm_" << properties.major << properties.minor << ", "
+         << device_count << " device(s)";
+    status.usable = true;
+  }
+  status.description = text.str();
+#else
+  status.description = "this build has no CUDA support (nvcc was not found at configure time)";
+#endif
+  return status;
+}
+
+}  // namespace
+
+const CudaDeviceStatus& cuda_device_status() {
+  static const CudaDeviceStatus status = probe();
+  return status;
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,17 @@
+// Whether this process can run CUDA kernels, and why not when it cannot. Never throws and never
+// hangs on a machine without a driver: the reason becomes the skip reason of CUDA cases.
+#pragma once
+
+#include <string>
+
+namespace attnfuzz {
+
+struct CudaDeviceStatus {
+  bool built_with_cuda = false;
+  bool usable = false;
+  std::string description;  // the device ("NVIDIA H100 80GB HBM3, sm_90"), or why none is usable
+};
+
+const CudaDeviceStatus& cuda_device_status();  // probed once, on first call
+
+}  // namespace attnfuzz

@@ -1,0 +1,40 @@
+// Tile shapes of the FlashAttention-2 forward algorithm, shared by the CPU twin (cpu_flash) and the
+// CUDA kernel so that both walk the problem in the same tiles and take the same tail paths.
+//
+// block_m: query rows per tile (one CTA on the GPU). 64 = 4 warps x 16 rows, the M of one
+//          m16n8k16 tensor-core MMA per warp.
+// block_n: key/value rows per tile. Chosen so that the Q tile plus one K and one V tile in fp16
+//          (2 bytes each) fit in 48 KiB of static shared memory: (64 + 2 * block_n) * head_dim * 2.
+#pragma once
+
+#include <cstdint>
+
+namespace attnfuzz {
+
+struct FlashTileConfig {
+  int head_dim;
+  int block_m;
+  int block_n;
+};
+
+inline constexpr FlashTileConfig kFlashTileConfigs[] = {
+    {32, 64, 64},   // 12 KiB
+    {64, 64, 64},   // 24 KiB
+    {96, 64, 64},   // 36 KiB
+    {128, 64, 64},  // 48 KiB
+    {256, 64, 32},  // 64 KiB: needs the opt-in shared memory carve-out on the GPU
+};
+
+inline constexpr int kMaxFlashHeadDim = 256;
+
+constexpr const FlashTileConfig* find_tile_config(std::int64_t head_dim) {
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    if (config.head_dim == head_dim) return &config;
+  }
+  return nullptr;
+}
+
+static_assert(find_tile_config(64)->block_m % 16 == 0, "block_m must be whole m16 MMA tiles");
+static_assert(find_tile_config(128)->block_n % 8 == 0, "block_n must be whole n8 MMA tiles");
+
+}  // namespace attnfuzz

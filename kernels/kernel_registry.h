@@ -1,0 +1,17 @@
+// Every kernel under test in this build, by name.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "kernels/attention_kernel.h"
+
+namespace attnfuzz {
+
+std::span<const AttentionKernel* const> all_kernels();
+const AttentionKernel* find_kernel(std::string_view name);  // nullptr when unknown
+
+// Kernels defined in their own files.
+const AttentionKernel& cpu_flash_kernel();
+
+}  // namespace attnfuzz

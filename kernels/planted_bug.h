@@ -1,0 +1,57 @@
+// The catalogue of planted bugs: real bug classes that kernel authors have shipped, each one
+// switchable at run time (`fuzz_attention --plant NAME`) so that the harness can prove it catches
+// them. A kernel lists the plants it implements; the rest of the harness sees only this table.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace attnfuzz {
+
+// X(id, what the planted code does wrong, the real-world slip it stands for)
+#define ATTNFUZZ_PLANTED_BUGS(X)                                                                   \
+  X(drop_last_key_tile, "skips the last, partial key tile when seq_len_k % block_n != 0",          \
+    "loop bound seq_len_k / block_n instead of a ceiling division")                                \
+  X(causal_off_by_one, "lets query i see key i + seq_len_k - seq_len_q + 1 under the causal mask", \
+    "'<=' written for '<' in the mask predicate")                                                  \
+  X(running_max_init_zero, "starts the running row maximum at 0 instead of -inf",                  \
+    "rows whose scores are all far below 0 underflow to a zero row sum")                           \
+  X(skip_rescale, "does not rescale the output accumulator when the running maximum grows",        \
+    "the online-softmax correction exp(m_old - m_new) forgotten for the accumulator")              \
+  X(masked_row_nan, "divides by a zero row sum for fully masked rows",                             \
+    "no guard for rows that see no key (causal with seq_len_q > seq_len_k)")
+
+enum class PlantedBug {
+  none,
+#define ATTNFUZZ_PLANT_ENUM(id, effect, origin) id,
+  ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_PLANT_ENUM)
+#undef ATTNFUZZ_PLANT_ENUM
+};
+
+struct PlantedBugInfo {
+  PlantedBug bug;
+  std::string_view name;
+  std::string_view effect;
+  std::string_view origin;
+};
+
+inline constexpr PlantedBugInfo kPlantedBugs[] = {
+#define ATTNFUZZ_PLANT_ROW(id, effect, origin) {PlantedBug::id, #id, effect, origin},
+    ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)
+#undef ATTNFUZZ_PLANT_ROW
+};
+
+inline std::optional<PlantedBug> parse_planted_bug(std::string_view name) {
+  if (name == "none") return PlantedBug::none;
+  for (const PlantedBugInfo& info : kPlantedBugs) {
+    if (info.name == name) return info.bug;
+  }
+  return std::nullopt;
+}
+
+inline std::string_view planted_bug_name(PlantedBug bug) {
+  return bug == PlantedBug::none ? "none" : kPlantedBugs[static_cast<int>(bug) - 1].name;
+}
+
+}  // namespace attnfuzz

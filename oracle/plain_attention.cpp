@@ -1,0 +1,87 @@
+// Plain attention in the input precision (see plain_attention.h): the yardstick for
+// FlashAttention's "at most twice the error of a same-precision reference" rule. It follows the
+// unfused reference of FlashAttention's tests with upcast off: Q is scaled and rounded, scores are
+// rounded to the dtype, softmax runs in fp32 and its probabilities are rounded, then P V is
+// rounded. Matrix products use SGEMM on the exactly widened inputs (fp32 accumulation).
+#include "oracle/plain_attention.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/parallel_for.h"
+
+namespace attnfuzz {
+
+std::vector<float> plain_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
+                                   int threads) {
+  const std::int64_t dim = problem.head_dim;
+  const std::int64_t seq_q = problem.seq_len_q;
+  const std::int64_t seq_k = problem.seq_len_k;
+  const Dtype dtype = problem.dtype;
+  std::vector<float> output(static_cast<std::size_t>(problem.batch * problem.heads * seq_q * dim));
+  const std::span<const float> widen = widening_table(dtype);
+  const float scale = static_cast<float>(problem.softmax_scale);
+
+  parallel_for(
+      problem.batch * problem.heads,
+      [&](std::int64_t item) {
+        const std::int64_t head = item % problem.heads;
+        const std::int64_t batch = item / problem.heads;
+        const std::int64_t kv_head = head / problem.group_size();
+        std::vector<float> query(static_cast<std::size_t>(seq_q * dim));
+        std::vector<float> key(static_cast<std::size_t>(seq_k * dim));
+        std::vector<float> value(static_cast<std::size_t>(seq_k * dim));
+        std::vector<float> scores(static_cast<std::size_t>(seq_q * seq_k));
+        for (std::int64_t i = 0; i < seq_q; ++i) {
+          const std::uint16_t* row = tensors.q + batch * problem.q_strides.batch +
+                                     i * problem.q_strides.seq + head * problem.q_strides.head;
+          for (std::int64_t d = 0; d < dim; ++d) {
+            query[i * dim + d] = round_to_dtype(widen[row[d]] * scale, dtype);
+          }
+        }
+        for (std::int64_t j = 0; j < seq_k; ++j) {
+          const std::uint16_t* k_row = tensors.k + batch * problem.k_strides.batch +
+                                       j * problem.k_strides.seq + kv_head * problem.k_strides.head;
+          const std::uint16_t* v_row = tensors.v + batch * problem.v_strides.batch +
+                                       j * problem.v_strides.seq + kv_head * problem.v_strides.head;
+          for (std::int64_t d = 0; d < dim; ++d) {
+            key[j * dim + d] = widen[k_row[d]];
+            value[j * dim + d] = widen[v_row[d]];
+          }
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(seq_q),
+                    static_cast<int>(seq_k), static_cast<int>(dim), 1.0f, query.data(),
+                    static_cast<int>(dim), key.data(), static_cast<int>(dim), 0.0f, scores.data(),
+                    static_cast<int>(seq_k));
+        for (std::int64_t i = 0; i < seq_q; ++i) {
+          float* row = &scores[i * seq_k];
+          const std::int64_t visible = problem.last_visible_key(i) + 1;
+          float row_max = -std::numeric_limits<float>::infinity();
+          for (std::int64_t j = 0; j < visible; ++j) {
+            row[j] = round_to_dtype(row[j], dtype);
+            row_max = std::max(row_max, row[j]);
+          }
+          float row_sum = 0.0f;
+          for (std::int64_t j = 0; j < visible; ++j) {
+            row[j] = std::exp(row[j] - row_max);
+            row_sum += row[j];
+          }
+          for (std::int64_t j = 0; j < visible; ++j)
+            row[j] = round_to_dtype(row[j] / row_sum, dtype);
+          std::fill(row + std::max<std::int64_t>(visible, 0), row + seq_k, 0.0f);
+        }
+        float* out = &output[static_cast<std::size_t>(item * seq_q * dim)];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(seq_q),
+                    static_cast<int>(dim), static_cast<int>(seq_k), 1.0f, scores.data(),
+                    static_cast<int>(seq_k), value.data(), static_cast<int>(dim), 0.0f, out,
+                    static_cast<int>(dim));
+        for (std::int64_t e = 0; e < seq_q * dim; ++e) out[e] = round_to_dtype(out[e], dtype);
+      },
+      threads);
+  return output;
+}
+
+}  // namespace attnfuzz

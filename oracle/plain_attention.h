@@ -1,0 +1,17 @@
+// A plain attention in the input precision, as a framework computes it without a fused kernel:
+// Q*scale and S = QK^T rounded to the dtype (fp32 accumulation), softmax in fp32 rounded to the
+// dtype, O = PV rounded to the dtype. Its error against the float64 reference is the yardstick of
+// FlashAttention's own test rule: a fused kernel may be at most twice as wrong as this.
+#pragma once
+
+#include <vector>
+
+#include "core/attention_problem.h"
+
+namespace attnfuzz {
+
+// Compact [batch][heads][seq_len_q][head_dim] output, already rounded to the dtype.
+std::vector<float> plain_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
+                                   int threads = 0);
+
+}  // namespace attnfuzz

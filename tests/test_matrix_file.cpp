@@ -1,0 +1,651 @@
+// Matrix files: expansion, layering, ids, includes, every error class, and the shipped corpus.
+#include "fuzz/matrix_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fuzz/harness_error.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+
+// ---- helpers ----
+
+// Parses `text` as "test.json"; includes resolve among `files` by name.
+CaseMatrix parse(const std::string& text, const std::map<std::string, std::string>& files = {}) {
+  return parse_matrix_text(text, "test.json", [&files](const std::string& name) {
+    const auto found = files.find(name);
+    if (found == files.end()) throw HarnessError("no file " + name);
+    return found->second;
+  });
+}
+
+// The message of the HarnessError that parsing `text` throws, or "" when it throws none.
+std::string error_of(const std::string& text,
+                     const std::map<std::string, std::string>& files = {}) {
+  try {
+    parse(text, files);
+  } catch (const HarnessError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// A matrix with one case holding `case_json`'s keys.
+std::string one_case(const std::string& case_json) {
+  return R"({"name": "m", "cases": [)" + case_json + "]}";
+}
+
+auto fields_of(const AttentionCase& c) {
+  return std::tie(c.id, c.kernel, c.batch, c.heads, c.kv_heads, c.seq_len_q, c.seq_len_k,
+                  c.head_dim, c.dtype, c.causal, c.softmax_scale, c.layout, c.row_padding, c.data,
+                  c.seed);
+}
+
+bool same_cases(const std::vector<AttentionCase>& a, const std::vector<AttentionCase>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const AttentionCase& x, const AttentionCase& y) { return fields_of(x) == fields_of(y); });
+}
+
+// A folder of its own under the system temp folder, removed afterwards.
+class MatrixFileOnDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    folder_ = std::filesystem::temp_directory_path() /
+              ("attnfuzz_matrix_file_" + std::to_string(getpid()) + "_" + info->name());
+    std::filesystem::remove_all(folder_);
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+
+  std::filesystem::path write(const std::string& relative, const std::string& text) {
+    const std::filesystem::path path = folder_ / relative;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  std::filesystem::path folder_;
+};
+
+const std::vector<AttentionCase>& edges_cases() {
+  static const std::vector<AttentionCase> cases = load_built_in_matrix("edges.json").cases;
+  return cases;
+}
+
+bool some_edge_case(const std::function<bool(const AttentionCase&)>& property) {
+  return std::any_of(edges_cases().begin(), edges_cases().end(), property);
+}
+
+// Whether some case of edges.json has these lengths (and is causal, when `causal`).
+bool some_edge_case_with_lengths(std::int64_t seq_len_q, std::int64_t seq_len_k,
+                                 bool causal = false) {
+  return some_edge_case([=](const AttentionCase& c) {
+    return c.seq_len_q == seq_len_q && c.seq_len_k == seq_len_k && (c.causal || !causal);
+  });
+}
+
+// ---- expansion ----
+
+TEST(MatrixFile, SeedMatrixExpandsToTwentySevenCases) {
+  const CaseMatrix matrix = load_built_in_matrix("seed27.json");
+  EXPECT_EQ(matrix.name, "seed27");
+  EXPECT_EQ(matrix.source, "built-in:seed27.json");
+  ASSERT_EQ(matrix.cases.size(), 27u);
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes;
+  for (const AttentionCase& c : matrix.cases) {
+    shapes.insert({c.batch, c.heads, c.seq_len_q});
+    EXPECT_EQ(c.seq_len_k, c.seq_len_q);
+    EXPECT_EQ(c.kv_heads, c.heads);
+    EXPECT_EQ(c.head_dim, 64);
+    EXPECT_EQ(c.dtype, Dtype::fp16);
+    EXPECT_FALSE(c.causal);
+    EXPECT_EQ(c.data, DataDistribution::normal);
+    EXPECT_EQ(c.seed, 1u);
+    EXPECT_EQ(c.layout, Layout::bshd);
+    EXPECT_EQ(c.row_padding, 0);
+  }
+  for (const std::int64_t batch : {16, 32, 48}) {
+    for (const std::int64_t heads : {4, 8, 16}) {
+      for (const std::int64_t seq_len : {448, 512, 640}) {
+        EXPECT_EQ(shapes.count({batch, heads, seq_len}), 1u)
+            << "B=" << batch << " H=" << heads << " S=" << seq_len;
+      }
+    }
+  }
+}
+
+TEST(MatrixFile, ProductVariesTheLastKeyOfTheKeyTableFastest) {
+  // Table order is batch, heads, ..., seq_len: seq_len turns fastest whatever the file's order.
+  const CaseMatrix matrix = load_built_in_matrix("seed27.json");
+  ASSERT_EQ(matrix.cases.size(), 27u);
+  const auto shape = [&](std::size_t i) {
+    const AttentionCase& c = matrix.cases[i];
+    return std::vector<std::int64_t>{c.batch, c.heads, c.seq_len_q};
+  };
+  EXPECT_EQ(shape(0), (std::vector<std::int64_t>{16, 4, 448}));
+  EXPECT_EQ(shape(1), (std::vector<std::int64_t>{16, 4, 512}));
+  EXPECT_EQ(shape(2), (std::vector<std::int64_t>{16, 4, 640}));
+  EXPECT_EQ(shape(3), (std::vector<std::int64_t>{16, 8, 448}));
+  EXPECT_EQ(shape(9), (std::vector<std::int64_t>{32, 4, 448}));
+  EXPECT_EQ(shape(26), (std::vector<std::int64_t>{48, 16, 640}));
+}
+
+TEST(MatrixFile, DefaultsApplyToEveryCase) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "defaults": {"batch": 3, "heads": 4, "head_dim": 128, "dtype": "bf16", "causal": true,
+                   "data": "uniform", "seed": 18446744073709551615, "kernel": "cpu_flash",
+                   "layout": "bhsd", "row_padding": 8, "softmax_scale": 0.5, "seq_len": 7},
+      "cases": [{}, {"batch": 1}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  for (const AttentionCase& c : matrix.cases) {
+    EXPECT_EQ(c.heads, 4);
+    EXPECT_EQ(c.kv_heads, 4);
+    EXPECT_EQ(c.seq_len_q, 7);
+    EXPECT_EQ(c.seq_len_k, 7);
+    EXPECT_EQ(c.head_dim, 128);
+    EXPECT_EQ(c.dtype, Dtype::bf16);
+    EXPECT_TRUE(c.causal);
+    EXPECT_EQ(c.data, DataDistribution::uniform);
+    EXPECT_EQ(c.seed, 18446744073709551615u);
+    EXPECT_EQ(c.kernel, "cpu_flash");
+    EXPECT_EQ(c.layout, Layout::bhsd);
+    EXPECT_EQ(c.row_padding, 8);
+    EXPECT_EQ(c.softmax_scale, 0.5);
+  }
+  EXPECT_EQ(matrix.cases[0].batch, 3);
+}
+
+TEST(MatrixFile, CaseKeysOverrideDefaults) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "defaults": {"batch": 3, "heads": 4, "dtype": "bf16", "causal": true},
+      "matrix": {"heads": 2},
+      "cases": [{"batch": 1, "dtype": "fp16", "causal": false}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[0].batch, 3);
+  EXPECT_EQ(matrix.cases[0].heads, 2);
+  EXPECT_EQ(matrix.cases[1].batch, 1);
+  EXPECT_EQ(matrix.cases[1].heads, 4);
+  EXPECT_EQ(matrix.cases[1].dtype, Dtype::fp16);
+  EXPECT_FALSE(matrix.cases[1].causal);
+}
+
+TEST(MatrixFile, SeqLenSetsBothQueryAndKeyLengths) {
+  const CaseMatrix matrix = parse(one_case(R"({"seq_len": 113})"));
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 113);
+  EXPECT_EQ(matrix.cases[0].seq_len_k, 113);
+}
+
+TEST(MatrixFile, SeqLenQAndSeqLenKApplyAfterSeqLenInTheSameObject) {
+  const CaseMatrix matrix = parse(one_case(R"({"seq_len_k": 203, "seq_len": 113})"));
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 113);
+  EXPECT_EQ(matrix.cases[0].seq_len_k, 203);
+}
+
+TEST(MatrixFile, CaseSeqLenOverridesDefaultSeqLenQAndSeqLenK) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "defaults": {"seq_len_q": 5, "seq_len_k": 6}, "cases": [{"seq_len": 9}]})");
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 9);
+  EXPECT_EQ(matrix.cases[0].seq_len_k, 9);
+}
+
+TEST(MatrixFile, KvHeadsDefaultsToHeads) {
+  const CaseMatrix matrix = parse(R"({"name": "m", "cases": [{"heads": 6}, {"heads": 6,
+      "kv_heads": 2}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[0].kv_heads, 6);
+  EXPECT_EQ(matrix.cases[1].kv_heads, 2);
+}
+
+TEST(MatrixFile, ArrayValuesInACaseExpandAsAProduct) {
+  const CaseMatrix matrix =
+      parse(one_case(R"({"seq_len_q": [1, 2, 3], "dtype": ["fp16", "bf16"], "causal": true})"));
+  ASSERT_EQ(matrix.cases.size(), 6u);
+  std::set<std::pair<std::int64_t, Dtype>> combinations;
+  for (const AttentionCase& c : matrix.cases) {
+    EXPECT_TRUE(c.causal);
+    combinations.insert({c.seq_len_q, c.dtype});
+  }
+  EXPECT_EQ(combinations.size(), 6u);
+  // seq_len_q comes before dtype in the key table, so dtype turns fastest.
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 1);
+  EXPECT_EQ(matrix.cases[0].dtype, Dtype::fp16);
+  EXPECT_EQ(matrix.cases[1].seq_len_q, 1);
+  EXPECT_EQ(matrix.cases[1].dtype, Dtype::bf16);
+  EXPECT_EQ(matrix.cases[2].seq_len_q, 2);
+}
+
+TEST(MatrixFile, CaseIdsCountTheMatrixProductFirstThenCases) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "matrix": {"batch": [1, 2]},
+      "cases": [{"heads": 3}, {"heads": [4, 5]}]})");
+  ASSERT_EQ(matrix.cases.size(), 5u);
+  const std::vector<std::string> expected = {"m/0", "m/1", "m/2", "m/3", "m/4"};
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(matrix.cases[i].id, expected[i]);
+  EXPECT_EQ(matrix.cases[1].batch, 2);
+  EXPECT_EQ(matrix.cases[2].heads, 3);
+  EXPECT_EQ(matrix.cases[4].heads, 5);
+}
+
+TEST(MatrixFile, IncludedCasesComeFirstInOrderAndKeepTheirIds) {
+  const CaseMatrix matrix =
+      parse(R"({"name": "top", "include": ["a.json", "b.json"], "cases": [{"batch": 7}]})",
+            {{"a.json", R"({"name": "a", "cases": [{"batch": 1}, {"batch": 2}]})"},
+             {"b.json", R"({"name": "b", "cases": [{"batch": 3}]})"}});
+  EXPECT_EQ(matrix.name, "top");
+  std::vector<std::string> ids;
+  for (const AttentionCase& c : matrix.cases) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a/0", "a/1", "b/0", "top/0"}));
+  EXPECT_EQ(matrix.cases[2].batch, 3);
+  EXPECT_EQ(matrix.cases[3].batch, 7);
+}
+
+TEST(MatrixFile, IncludedMatricesDoNotTakeTheIncludingDefaults) {
+  const CaseMatrix matrix = parse(R"({"name": "top", "include": ["a.json"],
+      "defaults": {"heads": 8}})",
+                                  {{"a.json", R"({"name": "a", "cases": [{}]})"}});
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].heads, 1);
+}
+
+TEST_F(MatrixFileOnDisk, IncludePathsResolveRelativeToTheIncludingFile) {
+  write("top/pr.json", R"({"name": "pr", "include": ["sub/a.json"]})");
+  write("top/sub/a.json", R"({"name": "a", "include": ["../../other/b.json"],
+      "cases": [{"batch": 1}]})");
+  write("other/b.json", R"({"name": "b", "cases": [{"batch": 2}]})");
+  const CaseMatrix matrix = load_matrix_file(folder_ / "top" / "pr.json");
+  EXPECT_EQ(matrix.source, (folder_ / "top" / "pr.json").string());
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[0].id, "b/0");
+  EXPECT_EQ(matrix.cases[0].batch, 2);
+  EXPECT_EQ(matrix.cases[1].id, "a/0");
+}
+
+TEST_F(MatrixFileOnDisk, IncludeCycleIsAnError) {
+  write("a.json", R"({"name": "a", "include": ["b.json"], "cases": [{}]})");
+  write("b.json", R"({"name": "b", "include": ["./a.json"], "cases": [{}]})");
+  try {
+    load_matrix_file(folder_ / "a.json");
+    FAIL() << "no error";
+  } catch (const HarnessError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("include cycle"));
+    EXPECT_THAT(error.what(), HasSubstr("/include/0"));
+    EXPECT_THAT(error.what(), HasSubstr("b.json"));
+  }
+}
+
+TEST(MatrixFile, FileIncludingItselfIsAnError) {
+  const std::map<std::string, std::string> files = {
+      {"self.json", R"({"name": "s", "include": ["self.json"]})"}};
+  EXPECT_THAT(error_of(R"({"name": "t", "include": ["self.json"]})", files),
+              HasSubstr("include cycle"));
+}
+
+TEST_F(MatrixFileOnDisk, MissingIncludeNamesTheIncludingFileAndThePath) {
+  const auto path = write("a.json", R"({"name": "a", "include": ["nope.json"]})");
+  try {
+    load_matrix_file(path);
+    FAIL() << "no error";
+  } catch (const HarnessError& error) {
+    EXPECT_THAT(error.what(), HasSubstr(path.string()));
+    EXPECT_THAT(error.what(), HasSubstr("/include/0"));
+    EXPECT_THAT(error.what(), HasSubstr("nope.json"));
+    EXPECT_THAT(error.what(), HasSubstr("No such file or directory"));
+  }
+}
+
+TEST_F(MatrixFileOnDisk, ErrorInAnIncludedFileNamesThatFileAndWhereItWasIncluded) {
+  write("top.json", R"({"name": "top", "include": ["bad.json"]})");
+  write("bad.json", R"({"name": "bad", "cases": [{"heads": "six"}]})");
+  try {
+    load_matrix_file(folder_ / "top.json");
+    FAIL() << "no error";
+  } catch (const HarnessError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("bad.json: case bad/0 (/cases/0), field /cases/0/heads"));
+    EXPECT_THAT(error.what(), HasSubstr("included from"));
+  }
+}
+
+TEST_F(MatrixFileOnDisk, UnreadableFileNamesThePathAndTheReason) {
+  const std::filesystem::path missing = folder_ / "missing.json";
+  try {
+    load_matrix_file(missing);
+    FAIL() << "no error";
+  } catch (const HarnessError& error) {
+    EXPECT_THAT(error.what(), HasSubstr(missing.string()));
+    EXPECT_THAT(error.what(), HasSubstr("No such file or directory"));
+  }
+}
+
+TEST(MatrixFile, IncludingOneMatrixTwiceIsAnError) {
+  const std::map<std::string, std::string> files = {{"a.json", R"({"name": "a", "cases": [{}]})"}};
+  EXPECT_THAT(error_of(R"({"name": "t", "include": ["a.json", "a.json"]})", files),
+              HasSubstr("/include/1"));
+}
+
+// ---- errors: the document ----
+
+TEST(MatrixFile, MalformedJsonNamesTheFileAndTheBytePosition) {
+  const std::string message = error_of(R"({"name": "m", "cases": [}])");
+  EXPECT_THAT(message, HasSubstr("test.json"));
+  EXPECT_THAT(message, HasSubstr("malformed JSON at byte 25"));
+}
+
+TEST(MatrixFile, TopLevelThatIsNotAnObjectIsAnError) {
+  EXPECT_THAT(error_of("[1, 2]"), HasSubstr("expected a JSON object, got array"));
+}
+
+TEST(MatrixFile, MissingNameIsAnError) {
+  EXPECT_THAT(error_of(R"({"cases": [{}]})"), HasSubstr("/name"));
+}
+
+TEST(MatrixFile, NameThatIsNotAStringIsAnError) {
+  EXPECT_THAT(error_of(R"({"name": 3, "cases": [{}]})"), HasSubstr("field /name"));
+}
+
+TEST(MatrixFile, UnknownTopLevelKeyIsAnError) {
+  const std::string message = error_of(R"({"name": "m", "cases": [{}], "extra": 1})");
+  EXPECT_THAT(message, HasSubstr("field /extra"));
+  EXPECT_THAT(message, HasSubstr("unknown top-level key \"extra\""));
+}
+
+TEST(MatrixFile, MatrixWithNoCasesIsAnError) {
+  EXPECT_THAT(error_of(R"({"name": "m"})"), HasSubstr("no cases"));
+  EXPECT_THAT(error_of(R"({"name": "m", "cases": []})"), HasSubstr("no cases"));
+}
+
+TEST(MatrixFile, EmptyArrayIsAnError) {
+  EXPECT_THAT(error_of(R"({"name": "m", "matrix": {"batch": []}})"),
+              HasSubstr("field /matrix/batch: empty array"));
+}
+
+TEST(MatrixFile, ArrayInDefaultsIsAnError) {
+  EXPECT_THAT(error_of(R"({"name": "m", "defaults": {"batch": [1, 2]}, "cases": [{}]})"),
+              HasSubstr("field /defaults/batch"));
+}
+
+TEST(MatrixFile, CaseThatIsNotAnObjectIsAnError) {
+  EXPECT_THAT(error_of(R"({"name": "m", "cases": [{}, 3]})"),
+              HasSubstr("case m/1 (/cases/1): expected an object"));
+}
+
+// ---- errors: one field ----
+
+TEST(MatrixFile, UnknownCaseKeyNamesItsPointer) {
+  const std::string message = error_of(R"({"name": "m", "cases": [{}, {}, {"headz": 4}]})");
+  EXPECT_THAT(message, HasSubstr("case m/2 (/cases/2), field /cases/2/headz"));
+  EXPECT_THAT(message, HasSubstr("unknown key \"headz\""));
+}
+
+TEST(MatrixFile, UnknownDefaultsKeyNamesItsPointer) {
+  EXPECT_THAT(error_of(R"({"name": "m", "defaults": {"sequence": 4}, "cases": [{}]})"),
+              HasSubstr("field /defaults/sequence"));
+}
+
+TEST(MatrixFile, StringWhereAnIntegerIsExpectedIsAnError) {
+  const std::string message = error_of(one_case(R"({"heads": "6"})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/heads"));
+  EXPECT_THAT(message, HasSubstr("expected a positive integer, got string"));
+}
+
+TEST(MatrixFile, BooleanWhereAnIntegerIsExpectedIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"batch": true})")), HasSubstr("field /cases/0/batch"));
+}
+
+TEST(MatrixFile, FractionWhereAnIntegerIsExpectedIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"head_dim": 3.5})")), HasSubstr("field /cases/0/head_dim"));
+  EXPECT_THAT(error_of(one_case(R"({"head_dim": 64.0})")), HasSubstr("field /cases/0/head_dim"));
+}
+
+TEST(MatrixFile, WrongTypeInsideAnArrayNamesTheElement) {
+  EXPECT_THAT(error_of(R"({"name": "m", "matrix": {"seq_len": [1, "x"]}})"),
+              HasSubstr("case m/1 (/matrix), field /matrix/seq_len/1"));
+}
+
+TEST(MatrixFile, NonBooleanCausalIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"causal": 1})")), HasSubstr("field /cases/0/causal"));
+}
+
+TEST(MatrixFile, ZeroSizeIsAnError) {
+  const std::string message = error_of(one_case(R"({"seq_len_k": 0})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/seq_len_k"));
+  EXPECT_THAT(message, HasSubstr("must be a positive integer"));
+}
+
+TEST(MatrixFile, NegativeSizeIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"batch": -2})")), HasSubstr("field /cases/0/batch"));
+}
+
+TEST(MatrixFile, NegativeRowPaddingIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"row_padding": -1})")),
+              HasSubstr("field /cases/0/row_padding"));
+}
+
+TEST(MatrixFile, NegativeSeedIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"seed": -1})")), HasSubstr("field /cases/0/seed"));
+}
+
+TEST(MatrixFile, SeedBeyondUint64IsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"seed": 18446744073709551616})")),
+              HasSubstr("field /cases/0/seed"));
+}
+
+TEST(MatrixFile, SoftmaxScaleThatIsNotPositiveAndFiniteIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"softmax_scale": 0})")),
+              HasSubstr("field /cases/0/softmax_scale"));
+  EXPECT_THAT(error_of(one_case(R"({"softmax_scale": -0.5})")),
+              HasSubstr("field /cases/0/softmax_scale"));
+}
+
+TEST(MatrixFile, NumberBeyondDoubleIsMalformedJson) {
+  const std::string message = error_of(one_case(R"({"softmax_scale": 1e999})"));
+  EXPECT_THAT(message, HasSubstr("test.json: malformed JSON"));
+  EXPECT_THAT(message, HasSubstr("1e999"));
+}
+
+TEST(MatrixFile, UnknownDtypeIsAnError) {
+  const std::string message = error_of(one_case(R"({"dtype": "fp8"})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/dtype"));
+  EXPECT_THAT(message, HasSubstr("unknown dtype \"fp8\""));
+}
+
+TEST(MatrixFile, UnknownDistributionIsAnError) {
+  const std::string message = error_of(one_case(R"({"data": "gaussian"})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/data"));
+  EXPECT_THAT(message, HasSubstr("unknown data distribution \"gaussian\""));
+}
+
+TEST(MatrixFile, UnknownLayoutIsAnError) {
+  const std::string message = error_of(one_case(R"({"layout": "sbhd"})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/layout"));
+  EXPECT_THAT(message, HasSubstr("unknown layout \"sbhd\""));
+}
+
+TEST(MatrixFile, KernelThatIsNotAStringIsAnError) {
+  EXPECT_THAT(error_of(one_case(R"({"kernel": 1})")), HasSubstr("field /cases/0/kernel"));
+}
+
+// ---- errors: the whole case ----
+
+TEST(MatrixFile, HeadsNotAMultipleOfKvHeadsIsAnError) {
+  const std::string message = error_of(one_case(R"({"heads": 6, "kv_heads": 4})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/kv_heads"));
+  EXPECT_THAT(message, HasSubstr("heads 6 is not a multiple of kv_heads 4"));
+}
+
+TEST(MatrixFile, KvHeadsAboveHeadsIsAnError) {
+  const std::string message = error_of(one_case(R"({"heads": 2, "kv_heads": 4})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/kv_heads"));
+  EXPECT_THAT(message, HasSubstr("exceeds heads"));
+}
+
+TEST(MatrixFile, CombinationErrorNamesTheDefaultItCameFrom) {
+  EXPECT_THAT(error_of(R"({"name": "m", "defaults": {"kv_heads": 4},
+                           "cases": [{"heads": 8}, {"heads": 6}]})"),
+              HasSubstr("case m/1 (/cases/1), field /defaults/kv_heads"));
+}
+
+TEST(MatrixFile, ElementCountOverflowIsAnError) {
+  const std::string message =
+      error_of(one_case(R"({"batch": 1099511627776, "seq_len": 1099511627776})"));
+  EXPECT_THAT(message, HasSubstr("field /cases/0/seq_len"));
+  EXPECT_THAT(message, HasSubstr("overflows int64"));
+}
+
+TEST(MatrixFile, CaseLargerThanPhysicalMemoryIsAnError) {
+  const std::string message =
+      error_of(one_case(R"({"batch": 1024, "heads": 64, "seq_len": 1048576, "head_dim": 128})"));
+  EXPECT_THAT(message, HasSubstr("case m/0 (/cases/0)"));
+  EXPECT_THAT(message, HasSubstr("GiB"));
+  EXPECT_THAT(message, HasSubstr("physical memory"));
+}
+
+// ---- built-ins and the shipped corpus ----
+
+TEST(MatrixFile, BuiltInMatrixNamesListTheShippedFiles) {
+  const std::vector<std::string> names = built_in_matrix_names();
+  for (const char* name : {"edges.json", "pr.json", "seed27.json"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+}
+
+TEST(MatrixFile, UnknownBuiltInMatrixIsAnError) {
+  try {
+    load_built_in_matrix("nope.json");
+    FAIL() << "no error";
+  } catch (const HarnessError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("nope.json"));
+  }
+}
+
+TEST(MatrixFile, BuiltInPrIsSeed27FollowedByEdges) {
+  const CaseMatrix pr = load_built_in_matrix("pr.json");
+  EXPECT_EQ(pr.name, "pr");
+  EXPECT_EQ(pr.source, "built-in:pr.json");
+  std::vector<AttentionCase> expected = load_built_in_matrix("seed27.json").cases;
+  for (const AttentionCase& c : edges_cases()) expected.push_back(c);
+  EXPECT_EQ(pr.cases.size(), expected.size());
+  EXPECT_TRUE(same_cases(pr.cases, expected));
+  EXPECT_EQ(pr.cases.front().id, "seed27/0");
+  EXPECT_EQ(pr.cases[27].id, "edges/0");
+}
+
+TEST(MatrixFile, EveryShippedFileLoadsFromDiskAndEqualsItsBuiltInCopy) {
+  const std::filesystem::path folder = std::filesystem::path(ATTNFUZZ_SOURCE_DIR) / "corpus/matrix";
+  std::set<std::string> on_disk;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string name = entry.path().filename().string();
+    on_disk.insert(name);
+    SCOPED_TRACE(name);
+    const CaseMatrix from_disk = load_matrix_file(entry.path());
+    const CaseMatrix built_in = load_built_in_matrix(name);
+    EXPECT_EQ(from_disk.name, built_in.name);
+    EXPECT_EQ(from_disk.source, entry.path().string());
+    EXPECT_TRUE(same_cases(from_disk.cases, built_in.cases));
+  }
+  const std::vector<std::string> names = built_in_matrix_names();
+  EXPECT_EQ(on_disk, std::set<std::string>(names.begin(), names.end()));
+}
+
+// ---- edges.json covers the edges ----
+
+TEST(EdgesMatrix, StaysSmall) {
+  double work = 0.0;
+  for (const AttentionCase& c : edges_cases()) {
+    EXPECT_LE(c.batch, 2) << c.id;
+    EXPECT_LE(c.heads, 6) << c.id;
+    work += static_cast<double>(c.batch) * static_cast<double>(c.heads) *
+            static_cast<double>(c.seq_len_q) * static_cast<double>(c.seq_len_k) *
+            static_cast<double>(c.head_dim);
+  }
+  EXPECT_LT(work, 3e9);
+}
+
+TEST(EdgesMatrix, CoversSeqLensAroundTileEdges) {
+  for (const std::int64_t seq_len : {1, 97, 113, 127, 1023, 1025}) {
+    EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) {
+      return c.seq_len_q == seq_len && c.seq_len_k == seq_len;
+    })) << seq_len;
+  }
+}
+
+TEST(EdgesMatrix, CoversUnequalSeqLensBothWays) {
+  EXPECT_TRUE(some_edge_case_with_lengths(113, 203));
+  EXPECT_TRUE(some_edge_case_with_lengths(203, 113));
+  EXPECT_TRUE(some_edge_case_with_lengths(1, 1025));
+  EXPECT_TRUE(some_edge_case_with_lengths(1025, 1));
+}
+
+TEST(EdgesMatrix, CoversCausalRowsThatAreFullyMasked) {
+  EXPECT_TRUE(some_edge_case_with_lengths(203, 113, /*causal=*/true));
+  EXPECT_TRUE(some_edge_case_with_lengths(97, 1, /*causal=*/true));
+}
+
+TEST(EdgesMatrix, CoversCausalWithFewerQueriesThanKeys) {
+  EXPECT_TRUE(
+      some_edge_case([](const AttentionCase& c) { return c.causal && c.seq_len_q < c.seq_len_k; }));
+}
+
+TEST(EdgesMatrix, CoversGroupedAndMultiQueryAttention) {
+  EXPECT_TRUE(
+      some_edge_case([](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 2; }));
+  EXPECT_TRUE(
+      some_edge_case([](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 1; }));
+}
+
+TEST(EdgesMatrix, CoversHeadDims32And64And128) {
+  for (const std::int64_t head_dim : {32, 64, 128}) {
+    EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) { return c.head_dim == head_dim; }))
+        << head_dim;
+  }
+}
+
+TEST(EdgesMatrix, CoversEveryDistributionInBothDtypesAtATailShapeCausalAndNot) {
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    for (const Dtype dtype : {Dtype::fp16, Dtype::bf16}) {
+      for (const bool causal : {false, true}) {
+        EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) {
+          return c.data == info.distribution && c.dtype == dtype && c.causal == causal &&
+                 c.seq_len_q % 64 != 0 && c.seq_len_k % 64 != 0;
+        })) << info.name
+            << " " << dtype_name(dtype) << (causal ? " causal" : "");
+      }
+    }
+  }
+}
+
+TEST(EdgesMatrix, CoversBhsdLayoutAndRowPadding) {
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.layout == Layout::bhsd; }));
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.row_padding == 8; }));
+}
+
+TEST(EdgesMatrix, CoversAnUnsupportedHeadDim) {
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.head_dim == 80; }));
+}
+
+TEST(EdgesMatrix, CoversBothDtypes) {
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.dtype == Dtype::fp16; }));
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.dtype == Dtype::bf16; }));
+}
+
+}  // namespace
+}  // namespace attnfuzz
