@@ -1,12 +1,12 @@
 #include "fuzz/case_runner.h"
 
 #include <chrono>
-#include <ctime>
 #include <exception>
 
 #include "fuzz/data_distribution.h"
 #include "fuzz/guarded_output.h"
 #include "fuzz/harness_error.h"
+#include "fuzz/run_report.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
 #include "oracle/plain_attention.h"
@@ -21,15 +21,6 @@ constexpr std::string_view kDefaultCudaKernel = "cuda_flash";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string utc_timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 }  // namespace

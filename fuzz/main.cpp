@@ -59,10 +59,21 @@ std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
   return selected;
 }
 
+// `text` as one shell word: unchanged when it needs no quoting, else in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_./:=@%+-") == std::string::npos;
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 std::string replay_command(const HarnessOptions& options, const CaseResult& result) {
   std::string command = "fuzz_attention";
-  if (!options.configs.empty()) command += " --configs " + options.configs;
-  command += " --case " + result.attention_case.id + " --kernel " + result.kernel_name;
+  if (!options.configs.empty()) command += " --configs " + shell_word(options.configs);
+  command += " --case " + shell_word(result.attention_case.id) + " --kernel " + result.kernel_name;
   if (result.plant != "none") command += " --plant " + result.plant;
   return command;
 }
@@ -94,14 +105,7 @@ int run(int argc, char** argv) {
   report.summary.matrix_name = matrix.name;
   report.summary.matrix_source = matrix.source;
   const auto started = std::chrono::steady_clock::now();
-  {
-    const std::time_t now = std::time(nullptr);
-    char text[32];
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    report.summary.started_at = text;
-  }
+  report.summary.started_at = utc_timestamp();
 
   std::cout << "fuzz_attention: " << cases.size() << " cases from " << matrix.source << ", backend "
             << options.backend << " (" << report.environment.cuda << "), "

@@ -1,5 +1,7 @@
 #include "fuzz/run_report.h"
 
+#include <ctime>
+
 #include "fuzz/exit_codes.h"
 
 namespace attnfuzz {
@@ -29,6 +31,15 @@ void summarize(RunReport& report) {
   } else {
     summary.exit_code = kExitPass;
   }
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 }  // namespace attnfuzz

@@ -41,6 +41,9 @@ struct RunReport {
   std::vector<CaseResult> results;
 };
 
+// The current time in UTC, ISO 8601 ("2026-11-22T13:37:00Z"), for reports.
+std::string utc_timestamp();
+
 // Tallies results into summary counts and the exit code (0 pass, 1 fail, 2 nothing ran).
 void summarize(RunReport& report);
 

@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -23,6 +24,10 @@ namespace {
 constexpr std::int64_t kRowsPerItem = 128;
 
 struct Workspace {
+  // K and V of the (call, batch, kv head) last widened: consecutive items usually share it.
+  std::uint64_t cached_call = 0;
+  std::int64_t cached_batch = -1, cached_kv_head = -1;
+  double max_key_norm = 0.0;
   std::vector<double> query;          // [rows][head_dim]
   std::vector<double> key;            // [seq_len_k][head_dim]
   std::vector<double> value_and_abs;  // [seq_len_k][2 * head_dim]: V beside |V|
@@ -66,6 +71,8 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
   }();
   (void)blas_single_threaded;
 
+  static std::atomic<std::uint64_t> calls{0};
+  const std::uint64_t call = ++calls;  // identifies this call's inputs in the per-thread caches
   const std::int64_t dim = problem.head_dim;
   const std::int64_t seq_k = problem.seq_len_k;
   const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
@@ -105,24 +112,32 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
         const std::int64_t rows = std::min(block_rows, problem.seq_len_q - first_row);
 
         work.query.resize(static_cast<std::size_t>(rows * dim));
-        work.key.resize(static_cast<std::size_t>(seq_k * dim));
-        work.value_and_abs.resize(static_cast<std::size_t>(seq_k * 2 * dim));
         work.scores.resize(static_cast<std::size_t>(rows * seq_k));
         work.result.resize(static_cast<std::size_t>(rows * 2 * dim));
         widen_rows(tensors.q + batch * problem.q_strides.batch + first_row * problem.q_strides.seq +
                        head * problem.q_strides.head,
                    problem.q_strides.seq, rows, dim, problem.dtype, work.query.data(), dim);
-        widen_rows(tensors.k + batch * problem.k_strides.batch + kv_head * problem.k_strides.head,
-                   problem.k_strides.seq, seq_k, dim, problem.dtype, work.key.data(), dim);
-        widen_rows(tensors.v + batch * problem.v_strides.batch + kv_head * problem.v_strides.head,
-                   problem.v_strides.seq, seq_k, dim, problem.dtype, work.value_and_abs.data(),
-                   2 * dim);
-        double max_key_norm = 0.0;
-        for (std::int64_t j = 0; j < seq_k; ++j) {
-          double* value_row = &work.value_and_abs[j * 2 * dim];
-          for (std::int64_t d = 0; d < dim; ++d) value_row[dim + d] = std::fabs(value_row[d]);
-          max_key_norm = std::max(max_key_norm, euclidean_norm(&work.key[j * dim], dim));
+        if (work.cached_call != call || work.cached_batch != batch ||
+            work.cached_kv_head != kv_head) {
+          work.key.resize(static_cast<std::size_t>(seq_k * dim));
+          work.value_and_abs.resize(static_cast<std::size_t>(seq_k * 2 * dim));
+          widen_rows(tensors.k + batch * problem.k_strides.batch + kv_head * problem.k_strides.head,
+                     problem.k_strides.seq, seq_k, dim, problem.dtype, work.key.data(), dim);
+          widen_rows(tensors.v + batch * problem.v_strides.batch + kv_head * problem.v_strides.head,
+                     problem.v_strides.seq, seq_k, dim, problem.dtype, work.value_and_abs.data(),
+                     2 * dim);
+          work.max_key_norm = 0.0;
+          for (std::int64_t j = 0; j < seq_k; ++j) {
+            double* value_row = &work.value_and_abs[j * 2 * dim];
+            for (std::int64_t d = 0; d < dim; ++d) value_row[dim + d] = std::fabs(value_row[d]);
+            work.max_key_norm =
+                std::max(work.max_key_norm, euclidean_norm(&work.key[j * dim], dim));
+          }
+          work.cached_batch = batch;
+          work.cached_kv_head = kv_head;
+          work.cached_call = call;
         }
+        const double max_key_norm = work.max_key_norm;
 
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
                     static_cast<int>(seq_k), static_cast<int>(dim), problem.softmax_scale,
@@ -143,10 +158,8 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
           }
           const double row_max = *std::max_element(scores, scores + visible);
           const double row_sum = exponentiate_and_sum(scores, visible, row_max);
-          const double inverse = 1.0 / row_sum;
-          for (std::int64_t j = 0; j < visible; ++j) scores[j] *= inverse;
           std::fill(scores + visible, scores + seq_k, 0.0);
-          reference.inverse_row_sum[row_index] = inverse;
+          reference.inverse_row_sum[row_index] = 1.0 / row_sum;  // applied after P [V | |V|]
         }
 
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
@@ -154,9 +167,13 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
                     static_cast<int>(seq_k), work.value_and_abs.data(), static_cast<int>(2 * dim),
                     0.0, work.result.data(), static_cast<int>(2 * dim));
         for (std::int64_t row = 0; row < rows; ++row) {
-          const std::int64_t out = (row_index_base + first_row + row) * dim;
-          std::copy_n(&work.result[row * 2 * dim], dim, &reference.output[out]);
-          std::copy_n(&work.result[row * 2 * dim + dim], dim, &reference.magnitude[out]);
+          const std::int64_t row_index = row_index_base + first_row + row;
+          const double inverse = reference.inverse_row_sum[row_index];
+          const double* result = &work.result[row * 2 * dim];
+          for (std::int64_t d = 0; d < dim; ++d) {
+            reference.output[row_index * dim + d] = result[d] * inverse;
+            reference.magnitude[row_index * dim + d] = result[dim + d] * inverse;
+          }
         }
       },
       threads);

@@ -13,7 +13,7 @@ packages=(
   libtinyxml2-dev         # JUnit XML reports
   libcli11-dev            # command-line parsing
   libopenblas-dev         # float64 BLAS for the CPU oracle
-  clang libclang-rt-14-dev  # libFuzzer and sanitizers
+  clang libclang-rt-dev   # libFuzzer and sanitizers
 )
 
 missing=()

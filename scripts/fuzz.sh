@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: builds attnfuzz and runs fuzz_attention on its built-in default matrix
+# (corpus/matrix/pr.json). Arguments go to fuzz_attention, e.g. scripts/fuzz.sh --json report.json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh >&2  # build log on stderr: stdout is the report
+exec "${ATTNFUZZ_BUILD_DIR:-build}/fuzz_attention" "$@"

@@ -1,0 +1,479 @@
+// fuzz_attention end to end: the real binary on small matrix files in a temporary folder. Exit
+// codes (0 pass, 1 fail, 2 nothing ran, 3 harness error), the failing element and the replay
+// command, every harness error naming its cause, the JSON and JUnit reports, --list-kernels and
+// --help.
+#include <sys/wait.h>
+#include <tinyxml2.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_device_probe.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/planted_bug.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// Two cases, neither a multiple of the 64-key tile, so drop_last_key_tile breaks both.
+constexpr const char* kTwoCases = R"({
+  "name": "t",
+  "defaults": {"batch": 1, "heads": 2, "head_dim": 64, "seq_len_q": 70},
+  "cases": [{"seq_len_k": [100, 130]}]
+})";
+
+// Under --plant drop_last_key_tile: t/0 passes (128 keys fill two whole tiles), t/1 fails (100
+// keys: the partial tile is dropped), t/2 is skipped (cpu_flash has no tile for head_dim 80).
+constexpr const char* kPassFailSkip = R"({
+  "name": "t",
+  "defaults": {"batch": 1, "heads": 2, "head_dim": 64, "seq_len_q": 70},
+  "cases": [{"seq_len_k": 128}, {"seq_len_k": 100}, {"seq_len_k": 100, "head_dim": 80}]
+})";
+
+constexpr const char* kHeadDim80Only = R"({
+  "name": "t",
+  "cases": [{"batch": 1, "heads": 2, "seq_len": 70, "head_dim": 80}]
+})";
+
+// A path in single quotes for /bin/sh.
+std::string quoted(const std::string& text) {
+  std::string result = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      result += "'\\''";
+    } else {
+      result += c;
+    }
+  }
+  return result + "'";
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+struct RunResult {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out;
+  std::string err;
+
+  std::string last_line() const {
+    const std::vector<std::string> lines = lines_of(out);
+    return lines.empty() ? "" : lines.back();
+  }
+};
+
+// Each test gets a folder of its own, removed afterwards, for matrices, outputs and reports.
+class FuzzAttention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+    for (char& c : name) {
+      if (c == '/') c = '_';
+    }
+    folder_ = std::filesystem::temp_directory_path() /
+              ("attnfuzz_fuzz_attention_" + std::to_string(getpid()) + "_" + name);
+    std::filesystem::remove_all(folder_);
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+
+  std::filesystem::path path(const std::string& name) const { return folder_ / name; }
+
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+    return path(name);
+  }
+
+  // Runs fuzz_attention with `arguments` (already quoted for the shell) and collects its exit
+  // status, stdout and stderr.
+  RunResult run(const std::string& arguments) const {
+    const std::string command = quoted(ATTNFUZZ_FUZZ_ATTENTION) + " " + arguments + " >" +
+                                quoted(path("stdout.txt").string()) + " 2>" +
+                                quoted(path("stderr.txt").string()) + " </dev/null";
+    const int status = std::system(command.c_str());
+    RunResult result;
+    if (status != -1 && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    result.out = read_file(path("stdout.txt"));
+    result.err = read_file(path("stderr.txt"));
+    return result;
+  }
+
+  // Runs fuzz_attention on a matrix file holding `matrix`, with `more` arguments after --configs.
+  RunResult run_matrix(const std::string& matrix, const std::string& more = "") const {
+    return run("--configs " + quoted(write("matrix.json", matrix).string()) + " " + more);
+  }
+
+  std::filesystem::path folder_;
+};
+
+// ---- exit codes and stdout ----
+
+TEST_F(FuzzAttention, PassingMatrixExitsZeroAndCountsEveryCaseAsPassed) {
+  const RunResult result = run_matrix(kTwoCases);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("PASS t/0"));
+  EXPECT_THAT(result.out, HasSubstr("PASS t/1"));
+  EXPECT_THAT(result.out, Not(HasSubstr("replay")));
+  EXPECT_EQ(result.last_line(), "2 passed, 0 failed, 0 skipped");
+}
+
+TEST_F(FuzzAttention, PlantedBugExitsOneNamesTheFirstFailingElementAndPrintsAReplayCommand) {
+  const RunResult result = run_matrix(kTwoCases, "--plant drop_last_key_tile");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("FAIL t/0"));
+  EXPECT_THAT(result.out, HasSubstr("reason: element (b="));
+  EXPECT_THAT(result.out, HasSubstr("replay a failing case:"));
+  EXPECT_THAT(result.out, HasSubstr("fuzz_attention --configs " + path("matrix.json").string() +
+                                    " --case t/0 --kernel cpu_flash --plant drop_last_key_tile"));
+  EXPECT_THAT(result.out, HasSubstr("--case t/1"));
+  EXPECT_EQ(result.last_line(), "0 passed, 2 failed, 0 skipped");
+}
+
+TEST_F(FuzzAttention, ReplayCommandReproducesTheFailureOfItsCaseAlone) {
+  const RunResult failing = run_matrix(kTwoCases, "--plant drop_last_key_tile");
+  ASSERT_EQ(failing.exit_code, 1) << failing.out << failing.err;
+  const std::vector<std::string> lines = lines_of(failing.out);
+  const auto header = std::find(lines.begin(), lines.end(), "replay a failing case:");
+  ASSERT_NE(header, lines.end());
+  ASSERT_NE(header + 1, lines.end());
+  const std::string prefix = "  fuzz_attention ";
+  ASSERT_THAT(*(header + 1), StartsWith(prefix));
+  const std::string replay_arguments = (header + 1)->substr(prefix.size());
+  ASSERT_EQ(folder_.string().find_first_of(" '\"$\\"), std::string::npos)
+      << "the replay line is not shell-quoted; this test needs a plain temp folder path";
+
+  const RunResult replay = run(replay_arguments);
+  EXPECT_EQ(replay.exit_code, 1) << replay.out << replay.err;
+  EXPECT_THAT(replay.out, HasSubstr("FAIL t/0"));
+  EXPECT_THAT(replay.out, Not(HasSubstr("t/1")));
+  EXPECT_EQ(replay.last_line(), "0 passed, 1 failed, 0 skipped");
+}
+
+TEST_F(FuzzAttention, CudaBackendWithoutAGpuSkipsEveryCaseAndExitsTwo) {
+  if (cuda_device_status().usable) GTEST_SKIP() << "this machine has a usable GPU";
+  const RunResult result = run_matrix(kTwoCases, "--backend cuda");
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("SKIP t/0"));
+  EXPECT_THAT(result.out, HasSubstr("CUDA backend unavailable"));
+  EXPECT_EQ(result.last_line(), "0 passed, 0 failed, 2 skipped");
+}
+
+TEST_F(FuzzAttention, MatrixWhoseOnlyCaseHasNoTileConfigurationExitsTwo) {
+  const RunResult result = run_matrix(kHeadDim80Only);
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("SKIP t/0"));
+  EXPECT_THAT(result.out, HasSubstr("no tile configuration for head_dim 80"));
+  EXPECT_EQ(result.last_line(), "0 passed, 0 failed, 1 skipped");
+}
+
+TEST_F(FuzzAttention, PassFailAndSkipInOneRunExitOneAndCountEach) {
+  const RunResult result = run_matrix(kPassFailSkip, "--plant drop_last_key_tile");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("PASS t/0"));
+  EXPECT_THAT(result.out, HasSubstr("FAIL t/1"));
+  EXPECT_THAT(result.out, HasSubstr("SKIP t/2"));
+  EXPECT_EQ(result.last_line(), "1 passed, 1 failed, 1 skipped");
+}
+
+TEST_F(FuzzAttention, QuietPrintsOnlyFailingAndSkippedCases) {
+  const RunResult result = run_matrix(kPassFailSkip, "--plant drop_last_key_tile --quiet");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, Not(HasSubstr("PASS t/0")));
+  EXPECT_THAT(result.out, HasSubstr("FAIL t/1"));
+  EXPECT_THAT(result.out, HasSubstr("SKIP t/2"));
+  EXPECT_EQ(result.last_line(), "1 passed, 1 failed, 1 skipped");
+}
+
+// ---- harness errors: exit 3 and a message naming the cause ----
+
+struct HarnessErrorCase {
+  const char* name;
+  const char* matrix;     // written to matrix.json when not null
+  const char* arguments;  // "{matrix}" and "{folder}" are replaced by those paths
+  std::vector<std::string> message_parts;
+};
+
+void PrintTo(const HarnessErrorCase& error_case, std::ostream* out) {
+  *out << error_case.name;
+}
+
+class FuzzAttentionHarnessError : public FuzzAttention,
+                                  public ::testing::WithParamInterface<HarnessErrorCase> {};
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    text.replace(at, from.size(), to);
+    at += to.size();
+  }
+  return text;
+}
+
+TEST_P(FuzzAttentionHarnessError, ExitsThreeAndNamesTheProblemOnStderr) {
+  const HarnessErrorCase& error_case = GetParam();
+  if (error_case.matrix != nullptr) write("matrix.json", error_case.matrix);
+  std::string arguments =
+      replaced(error_case.arguments, "{matrix}", quoted(path("matrix.json").string()));
+  arguments = replaced(arguments, "{folder}", folder_.string());
+  const RunResult result = run(arguments);
+  EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+  EXPECT_THAT(result.err, StartsWith("fuzz_attention: error: "));
+  for (const std::string& part : error_case.message_parts) {
+    EXPECT_THAT(result.err, HasSubstr(part));
+  }
+  // Nothing ran: no summary on stdout.
+  EXPECT_THAT(result.out, Not(HasSubstr(" passed, ")));
+}
+
+constexpr const char* kValidMatrix =
+    R"({"name": "t", "cases": [{"batch": 1, "heads": 2, "seq_len": 70, "head_dim": 64}]})";
+
+INSTANTIATE_TEST_SUITE_P(
+    Causes, FuzzAttentionHarnessError,
+    ::testing::Values(
+        HarnessErrorCase{"malformed_json",
+                         R"({"name": "t", "cases": [{"seq_len": 70,}]})",
+                         "--configs {matrix}",
+                         {"matrix.json: malformed JSON at byte 40", "syntax error"}},
+        HarnessErrorCase{"missing_file",
+                         nullptr,
+                         "--configs {folder}/absent.json",
+                         {"cannot open", "absent.json", "No such file or directory"}},
+        HarnessErrorCase{"unknown_key",
+                         R"({"name": "t", "cases": [{"seq_len": 70, "sequence": 3}]})",
+                         "--configs {matrix}",
+                         {"case t/0", "/cases/0/sequence", "unknown key \"sequence\""}},
+        HarnessErrorCase{"heads_not_a_multiple_of_kv_heads",
+                         R"({"name": "t", "cases": [{"heads": 3, "kv_heads": 2}]})",
+                         "--configs {matrix}",
+                         {"/cases/0/kv_heads", "heads 3 is not a multiple of kv_heads 2"}},
+        HarnessErrorCase{"unknown_plant",
+                         kValidMatrix,
+                         "--configs {matrix} --plant bogus",
+                         {"--plant", "unknown planted bug 'bogus'"}},
+        HarnessErrorCase{"unknown_backend",
+                         kValidMatrix,
+                         "--configs {matrix} --backend tpu",
+                         {"--backend", "unknown backend 'tpu'"}},
+        HarnessErrorCase{"unknown_flag",
+                         kValidMatrix,
+                         "--configs {matrix} --frobnicate",
+                         {"command line", "--frobnicate"}},
+        HarnessErrorCase{"unknown_case_id",
+                         kValidMatrix,
+                         "--configs {matrix} --case t/9",
+                         {"--case", "no case 't/9'", "matrix.json"}},
+        HarnessErrorCase{"unknown_kernel_in_the_matrix",
+                         R"({"name": "t", "cases": [{"seq_len": 70, "kernel": "gpu_magic"}]})",
+                         "--configs {matrix}",
+                         {"case t/0", "unknown kernel 'gpu_magic'", "this build has: cpu_flash"}},
+        HarnessErrorCase{"unknown_kernel_flag",
+                         kValidMatrix,
+                         "--configs {matrix} --kernel nope",
+                         {"unknown kernel 'nope'"}},
+        HarnessErrorCase{"negative_threads",
+                         kValidMatrix,
+                         "--configs {matrix} --threads -1",
+                         {"--threads", "must be >= 0"}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// ---- reports ----
+
+TEST_F(FuzzAttention, JsonReportOfAPassAFailAndASkipCarriesEveryField) {
+  const RunResult result = run_matrix(
+      kPassFailSkip, "--plant drop_last_key_tile --json " + quoted(path("report.json").string()));
+  ASSERT_EQ(result.exit_code, 1) << result.out << result.err;
+  const nlohmann::json report = nlohmann::json::parse(read_file(path("report.json")));
+
+  const nlohmann::json& summary = report.at("summary");
+  EXPECT_EQ(summary.at("total"), 3);
+  EXPECT_EQ(summary.at("passed"), 1);
+  EXPECT_EQ(summary.at("failed"), 1);
+  EXPECT_EQ(summary.at("skipped"), 1);
+  EXPECT_EQ(summary.at("exit_code"), 1);
+  EXPECT_EQ(summary.at("matrix_name"), "t");
+
+  const std::string git_commit = report.at("environment").at("git_commit").get<std::string>();
+  EXPECT_TRUE(std::regex_match(git_commit, std::regex("[0-9a-f]{7,40}|unknown"))) << git_commit;
+
+  const nlohmann::json& results = report.at("results");
+  ASSERT_EQ(results.size(), 3u);
+  const std::regex iso_8601(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+  const char* const statuses[] = {"pass", "fail", "skip"};
+  const int seq_len_k[] = {128, 100, 100};
+  const int head_dim[] = {64, 64, 80};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const nlohmann::json& each = results[i];
+    SCOPED_TRACE("result " + std::to_string(i));
+    EXPECT_EQ(each.at("case_id"), "t/" + std::to_string(i));
+    EXPECT_EQ(each.at("kernel_name"), "cpu_flash");
+    EXPECT_EQ(each.at("plant"), "drop_last_key_tile");
+    EXPECT_EQ(each.at("status"), statuses[i]);
+    EXPECT_TRUE(std::regex_match(each.at("timestamp").get<std::string>(), iso_8601))
+        << each.at("timestamp");
+    const nlohmann::json& config = each.at("config");
+    EXPECT_EQ(config.at("batch_size"), 1);
+    EXPECT_EQ(config.at("num_heads"), 2);
+    EXPECT_EQ(config.at("seq_len"), 70);
+    EXPECT_EQ(config.at("seq_len_k"), seq_len_k[i]);
+    EXPECT_EQ(config.at("head_dim"), head_dim[i]);
+    EXPECT_EQ(config.at("dtype"), "fp16");
+  }
+
+  const nlohmann::json& passed = results[0];
+  EXPECT_EQ(passed.at("reason"), "");
+  const nlohmann::json& pass_figures = passed.at("correctness");
+  EXPECT_EQ(pass_figures.at("passed"), true);
+  EXPECT_GT(pass_figures.at("max_abs_error").get<double>(), 0.0);
+  EXPECT_LT(pass_figures.at("max_abs_error").get<double>(), 0.01);
+  EXPECT_GT(pass_figures.at("mean_abs_error").get<double>(), 0.0);
+  EXPECT_LE(pass_figures.at("mean_abs_error").get<double>(),
+            pass_figures.at("max_abs_error").get<double>());
+  EXPECT_GT(pass_figures.at("correlation").get<double>(), 0.999);
+  EXPECT_LE(pass_figures.at("correlation").get<double>(), 1.0);
+  EXPECT_GT(pass_figures.at("error_ratio").get<double>(), 0.0);
+  EXPECT_LE(pass_figures.at("error_ratio").get<double>(), 1.0);
+
+  const nlohmann::json& failed = results[1];
+  EXPECT_THAT(failed.at("reason").get<std::string>(), HasSubstr("element (b="));
+  const nlohmann::json& fail_figures = failed.at("correctness");
+  EXPECT_EQ(fail_figures.at("passed"), false);
+  EXPECT_GT(fail_figures.at("error_ratio").get<double>(), 1.0);
+  EXPECT_GT(fail_figures.at("max_abs_error").get<double>(),
+            pass_figures.at("max_abs_error").get<double>());
+  EXPECT_TRUE(fail_figures.at("first_failure").is_object());
+
+  const nlohmann::json& skipped = results[2];
+  EXPECT_THAT(skipped.at("reason").get<std::string>(),
+              HasSubstr("no tile configuration for head_dim 80"));
+  EXPECT_TRUE(skipped.at("correctness").is_null());
+}
+
+TEST_F(FuzzAttention, JunitReportHasOneTestcasePerCaseWithFailureAndSkippedElements) {
+  const RunResult result = run_matrix(
+      kPassFailSkip, "--plant drop_last_key_tile --junit " + quoted(path("report.xml").string()));
+  ASSERT_EQ(result.exit_code, 1) << result.out << result.err;
+  tinyxml2::XMLDocument document;
+  ASSERT_EQ(document.LoadFile(path("report.xml").c_str()), tinyxml2::XML_SUCCESS);
+
+  const tinyxml2::XMLElement* suites = document.FirstChildElement("testsuites");
+  ASSERT_NE(suites, nullptr);
+  EXPECT_EQ(suites->IntAttribute("tests"), 3);
+  EXPECT_EQ(suites->IntAttribute("failures"), 1);
+  EXPECT_EQ(suites->IntAttribute("skipped"), 1);
+  EXPECT_EQ(suites->IntAttribute("errors"), 0);
+  const tinyxml2::XMLElement* suite = suites->FirstChildElement("testsuite");
+  ASSERT_NE(suite, nullptr);
+  EXPECT_EQ(suite->NextSiblingElement("testsuite"), nullptr);
+  EXPECT_STREQ(suite->Attribute("name"), "t");
+
+  std::vector<const tinyxml2::XMLElement*> testcases;
+  for (const tinyxml2::XMLElement* testcase = suite->FirstChildElement("testcase");
+       testcase != nullptr; testcase = testcase->NextSiblingElement("testcase")) {
+    testcases.push_back(testcase);
+  }
+  ASSERT_EQ(testcases.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_THAT(testcases[i]->Attribute("name"), StartsWith("t/" + std::to_string(i) + " "));
+    EXPECT_STREQ(testcases[i]->Attribute("classname"), "cpu_flash");
+  }
+
+  EXPECT_EQ(testcases[0]->FirstChildElement("failure"), nullptr);
+  EXPECT_EQ(testcases[0]->FirstChildElement("skipped"), nullptr);
+
+  const tinyxml2::XMLElement* failure = testcases[1]->FirstChildElement("failure");
+  ASSERT_NE(failure, nullptr);
+  EXPECT_THAT(failure->Attribute("message"), HasSubstr("element (b="));
+  ASSERT_NE(failure->GetText(), nullptr);
+  EXPECT_THAT(failure->GetText(), HasSubstr("error_ratio="));
+  EXPECT_EQ(testcases[1]->FirstChildElement("skipped"), nullptr);
+
+  const tinyxml2::XMLElement* skipped = testcases[2]->FirstChildElement("skipped");
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_THAT(skipped->Attribute("message"), HasSubstr("no tile configuration for head_dim 80"));
+  EXPECT_EQ(testcases[2]->FirstChildElement("failure"), nullptr);
+}
+
+// ---- informational flags ----
+
+TEST_F(FuzzAttention, ListKernelsExitsZeroAndListsCpuFlashWithEveryPlant) {
+  const RunResult result = run("--list-kernels");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const std::vector<std::string> lines = lines_of(result.out);
+  const auto header = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.rfind("cpu_flash (host): ", 0) == 0;
+  });
+  ASSERT_NE(header, lines.end()) << result.out;
+  const auto plants_line = std::find(header, lines.end(), "  plants:");
+  ASSERT_NE(plants_line, lines.end()) << result.out;
+  // The plant lines: "    <name>: <effect> (<origin>)", until the next kernel.
+  std::vector<std::string> listed;
+  for (auto line = plants_line + 1; line != lines.end() && line->rfind("    ", 0) == 0; ++line) {
+    listed.push_back(line->substr(4, line->find(':') - 4));
+  }
+  std::vector<std::string> catalogue;
+  for (const PlantedBugInfo& info : kPlantedBugs) catalogue.emplace_back(info.name);
+  EXPECT_EQ(listed, catalogue);
+}
+
+TEST_F(FuzzAttention, HelpExitsZeroAndDescribesEveryFlagAndTheExitCodes) {
+  const RunResult result = run("--help");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const char* flag : {"--configs", "--backend", "--kernel", "--plant", "--case", "--json",
+                           "--junit", "--threads", "--quiet", "--list-kernels"}) {
+    EXPECT_THAT(result.out, HasSubstr(flag));
+  }
+  EXPECT_THAT(result.out, HasSubstr("Exit codes: 0 pass, 1 a case failed, 2 nothing could run, 3"));
+}
+
+}  // namespace
+}  // namespace attnfuzz
+
+namespace attnfuzz {
+namespace {
+
+// Every planted bug of cpu_flash makes the shipped edge matrix fail, through the real binary.
+class FuzzAttentionPlant : public FuzzAttention,
+                           public ::testing::WithParamInterface<PlantedBugInfo> {};
+
+TEST_P(FuzzAttentionPlant, FailsTheEdgeMatrixAndNamesTheFirstFailingElement) {
+  if (!cpu_flash_kernel().carries(GetParam().bug)) GTEST_SKIP() << "not a cpu_flash plant";
+  const RunResult result =
+      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
+          " --quiet --plant " + std::string(GetParam().name));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("reason: element (b="));
+  EXPECT_THAT(result.out, HasSubstr("--plant " + std::string(GetParam().name)));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlant, FuzzAttentionPlant, ::testing::ValuesIn(kPlantedBugs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace attnfuzz
