@@ -14,7 +14,7 @@
 #include <limits>
 
 #include "core/parallel_for.h"
-#include "oracle/softmax_exp.h"
+#include "oracle/softmax_row.h"
 
 namespace attnfuzz {
 namespace {
@@ -156,7 +156,7 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
             std::fill_n(scores, seq_k, 0.0);
             continue;
           }
-          const double row_max = *std::max_element(scores, scores + visible);
+          const double row_max = row_maximum(scores, visible);
           const double row_sum = exponentiate_and_sum(scores, visible, row_max);
           std::fill(scores + visible, scores + seq_k, 0.0);
           reference.inverse_row_sum[row_index] = 1.0 / row_sum;  // applied after P [V | |V|]

@@ -1,4 +1,4 @@
-#include "oracle/softmax_exp.h"
+#include "oracle/softmax_row.h"
 
 #include <cmath>
 
@@ -13,6 +13,14 @@ extern "C" double exp(double) noexcept;
 #endif
 
 namespace attnfuzz {
+
+ATTNFUZZ_VECTOR_CLONES
+double row_maximum(const double* values, std::int64_t count) {
+  double maximum = values[0];
+#pragma omp simd reduction(max : maximum)
+  for (std::int64_t j = 1; j < count; ++j) maximum = values[j] > maximum ? values[j] : maximum;
+  return maximum;
+}
 
 ATTNFUZZ_VECTOR_CLONES
 double exponentiate_and_sum(double* values, std::int64_t count, double shift) {
