@@ -20,7 +20,7 @@ namespace attnfuzz {
   X(skip_rescale, "does not rescale the output accumulator when the running maximum grows",        \
     "the online-softmax correction exp(m_old - m_new) forgotten for the accumulator")              \
   X(masked_row_nan, "divides by a zero row sum for fully masked rows",                             \
-    "no guard for rows that see no key (causal with seq_len_q > seq_len_k)")
+    "no guard for rows that see no key, as causal with seq_len_q > seq_len_k has")
 
 enum class PlantedBug {
   none,
