@@ -4,6 +4,7 @@ find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(tinyxml2 REQUIRED)
+find_package(rapidcheck REQUIRED)  # the property engine
 
 # OpenBLAS: float64 BLAS for the oracle. Debian's package ships a CMake config without a target.
 find_package(OpenBLAS REQUIRED)
@@ -13,7 +14,6 @@ target_link_libraries(attnfuzz::blas INTERFACE ${OpenBLAS_LIBRARIES})
 
 if(ATTNFUZZ_BUILD_TESTS)
   find_package(GTest REQUIRED)
-  find_package(rapidcheck REQUIRED)
 endif()
 
 # glibc's libmvec: vectorised exp for the oracle's softmax (x86-64 glibc only; scalar elsewhere).

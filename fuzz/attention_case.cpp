@@ -31,6 +31,9 @@ std::string describe_case(const AttentionCase& attention_case) {
   if (attention_case.layout != Layout::bshd) text << ' ' << layout_name(attention_case.layout);
   if (attention_case.row_padding != 0) text << " pad=" << attention_case.row_padding;
   text << " data=" << distribution_name(attention_case.data) << " seed=" << attention_case.seed;
+  if (attention_case.injection.value != SpecialValue::none) {
+    text << " inject=" << format_injection(attention_case.injection);
+  }
   return text.str();
 }
 

@@ -28,6 +28,7 @@ struct AttentionCase {
 
   DataDistribution data = DataDistribution::normal;
   std::uint64_t seed = 1;
+  SpecialValueInjection injection;  // none by default
 
   bool operator==(const AttentionCase&) const = default;
 };

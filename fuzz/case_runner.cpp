@@ -59,11 +59,42 @@ void CaseRunner::validate(const AttentionCase& attention_case) const {
   }
 }
 
+std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
+                       const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output) {
+  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
+  try {
+    kernel.forward(problem, tensors, plant);
+  } catch (const std::exception& error) {
+    return "kernel " + std::string(kernel.name()) + " failed: " + error.what();
+  }
+  return "";
+}
+
+KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) const {
+  KernelChoice choice;
+  choice.name = kernel_for(attention_case);
+  const AttentionKernel* kernel = find_kernel(choice.name);
+  const bool wants_cuda = settings_.backend == Backend::cuda ||
+                          (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device);
+  if (wants_cuda && !cuda_device_status().usable) {
+    choice.skip_reason = "CUDA backend unavailable: " + cuda_device_status().description;
+  } else if (kernel == nullptr) {
+    choice.skip_reason = "kernel " + choice.name + " is not in this build";
+  } else if (const SupportVerdict verdict = kernel->supports(problem_of(attention_case));
+             !verdict.supported) {
+    choice.skip_reason = verdict.reason;
+  } else {
+    choice.kernel = kernel;
+  }
+  return choice;
+}
+
 CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
   const auto started = std::chrono::steady_clock::now();
+  const KernelChoice choice = choose_kernel(attention_case);
   CaseResult result;
   result.attention_case = attention_case;
-  result.kernel_name = kernel_for(attention_case);
+  result.kernel_name = choice.name;
   result.plant = std::string(planted_bug_name(settings_.plant));
   auto finish = [&](CaseStatus status, std::string reason) {
     result.status = status;
@@ -72,36 +103,21 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
     result.timestamp = utc_timestamp();
     return result;
   };
+  if (choice.kernel == nullptr) return finish(CaseStatus::skip, choice.skip_reason);
 
-  const AttentionKernel* kernel = find_kernel(result.kernel_name);
-  const bool wants_cuda = settings_.backend == Backend::cuda ||
-                          (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device);
-  if (wants_cuda && !cuda_device_status().usable) {
-    return finish(CaseStatus::skip,
-                  "CUDA backend unavailable: " + cuda_device_status().description);
-  }
-  if (kernel == nullptr) {
-    return finish(CaseStatus::skip, "kernel " + result.kernel_name + " is not in this build");
-  }
   const AttentionProblem problem = problem_of(attention_case);
-  if (const SupportVerdict verdict = kernel->supports(problem); !verdict.supported) {
-    return finish(CaseStatus::skip, verdict.reason);
-  }
-
-  const AttentionInputs inputs = generate_inputs(problem, attention_case.data, attention_case.seed);
+  const AttentionInputs inputs =
+      generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
   GuardedOutput output(problem);
-  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
   const auto kernel_started = std::chrono::steady_clock::now();
-  try {
-    kernel->forward(problem, tensors, settings_.plant);
-  } catch (const std::exception& error) {
-    result.kernel_seconds = seconds_since(kernel_started);
-    return finish(CaseStatus::fail, "kernel " + result.kernel_name + " failed: " + error.what());
-  }
+  const std::string kernel_error =
+      run_kernel(*choice.kernel, problem, inputs, settings_.plant, output);
   result.kernel_seconds = seconds_since(kernel_started);
+  if (!kernel_error.empty()) return finish(CaseStatus::fail, kernel_error);
   result.ran = true;
 
   const auto oracle_started = std::chrono::steady_clock::now();
+  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
   const ReferenceAttention reference = reference_attention(problem, tensors);
   const std::vector<float> plain = plain_attention(problem, tensors);
   result.oracle = "cpu_float64";
@@ -109,7 +125,9 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
   result.oracle_seconds = seconds_since(oracle_started);
 
   if (const std::optional<std::string> stray = output.find_stray_write()) {
-    return finish(CaseStatus::fail, *stray);
+    return finish(CaseStatus::fail, result.comparison.passed
+                                        ? *stray
+                                        : result.comparison.reason + "; and a " + *stray);
   }
   if (!result.comparison.passed) return finish(CaseStatus::fail, result.comparison.reason);
   return finish(CaseStatus::pass, "");

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "fuzz/case_result.h"
+#include "fuzz/data_distribution.h"
+#include "fuzz/guarded_output.h"
 #include "kernels/attention_kernel.h"
 
 namespace attnfuzz {
@@ -19,6 +21,17 @@ struct RunSettings {
 
 std::string_view backend_name(Backend backend);
 
+// The kernel a case runs on here, or why it cannot run (the skip reason).
+struct KernelChoice {
+  std::string name;
+  const AttentionKernel* kernel = nullptr;  // null when skipped
+  std::string skip_reason;
+};
+
+// Runs `kernel` on `inputs` into `output`; returns the kernel's error text, empty on success.
+std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
+                       const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output);
+
 class CaseRunner {
  public:
   explicit CaseRunner(RunSettings settings);
@@ -27,6 +40,11 @@ class CaseRunner {
   void validate(const AttentionCase& attention_case) const;
 
   CaseResult run(const AttentionCase& attention_case) const;
+
+  // Which kernel runs the case, or why none can (no GPU, not in this build, unsupported shape).
+  KernelChoice choose_kernel(const AttentionCase& attention_case) const;
+
+  const RunSettings& settings() const { return settings_; }
 
   // The kernel a case runs on under these settings (may not exist in this build: cuda_flash).
   std::string kernel_for(const AttentionCase& attention_case) const;

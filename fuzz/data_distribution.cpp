@@ -4,16 +4,34 @@
 #include "fuzz/data_distribution.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <span>
+#include <string>
+#include <system_error>
 
 #include "core/parallel_for.h"
+#include "kernels/flash_tile_traits.h"
 
 namespace attnfuzz {
 namespace {
 
 enum class TensorId : std::uint64_t { query = 1, key = 2, value = 3 };
+
+// Stands where a data stream has its distribution: the key of the injection stream ("injection"
+// in ASCII), far from every distribution's index so that no data stream shares its key.
+constexpr std::uint64_t kInjectionPurpose = 0x696E6A656374696Full;
+
+// The guard tail (see AttentionInputs) holds a whole tile of the largest block any kernel reads.
+constexpr bool guard_covers_every_tile() {
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    if (config.block_m > kInputGuardRows || config.block_n > kInputGuardRows) return false;
+  }
+  return true;
+}
+static_assert(guard_covers_every_tile(), "a tile read past the end must stay in the guard tail");
 
 std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -26,6 +44,10 @@ std::uint64_t mix(std::uint64_t x) {
 class Stream {
  public:
   Stream(std::uint64_t seed, const AttentionProblem& problem, DataDistribution distribution,
+         TensorId tensor)
+      : Stream(seed, problem, static_cast<std::uint64_t>(distribution), tensor) {}
+  // `purpose`: the distribution's index for data, kInjectionPurpose for injected positions.
+  Stream(std::uint64_t seed, const AttentionProblem& problem, std::uint64_t purpose,
          TensorId tensor) {
     std::uint64_t key = mix(seed);
     for (std::uint64_t field :
@@ -34,7 +56,7 @@ class Stream {
           static_cast<std::uint64_t>(problem.seq_len_q),
           static_cast<std::uint64_t>(problem.seq_len_k),
           static_cast<std::uint64_t>(problem.head_dim), static_cast<std::uint64_t>(problem.dtype),
-          static_cast<std::uint64_t>(problem.causal), static_cast<std::uint64_t>(distribution),
+          static_cast<std::uint64_t>(problem.causal), purpose,
           static_cast<std::uint64_t>(tensor)}) {
       key = mix(key ^ field);
     }
@@ -65,15 +87,26 @@ struct TensorShape {
   std::int64_t offset(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d) const {
     return b * strides.batch + s * strides.seq + h * strides.head + d;
   }
+  // Offset of the element with logical index `index` (the inverse of logical_index).
+  std::int64_t offset_of_logical(std::int64_t index) const {
+    const std::int64_t d = index % head_dim;
+    const std::int64_t h = (index / head_dim) % heads;
+    const std::int64_t s = (index / (head_dim * heads)) % seq_len;
+    const std::int64_t b = index / (head_dim * heads * seq_len);
+    return offset(b, s, h, d);
+  }
+  std::int64_t elements() const { return batch * seq_len * heads * head_dim; }
 };
 
 // Fills every element of `shape` with value(b, s, h, d, logical index), rounded to the dtype;
-// the rest of the buffer (row padding) holds the poison NaN.
+// the rest of the buffer (row padding, guard tail) holds the poison NaN.
 template <typename ValueOf>
 std::vector<std::uint16_t> fill_tensor(const TensorShape& shape, Dtype dtype, ValueOf value_of) {
   const std::int64_t span =
       span_elements(shape.strides, shape.batch, shape.seq_len, shape.heads, shape.head_dim);
-  std::vector<std::uint16_t> buffer(static_cast<std::size_t>(span), traits_of(dtype).poison_bits);
+  const std::int64_t guard = input_guard_elements(shape.strides, shape.head_dim);
+  std::vector<std::uint16_t> buffer(static_cast<std::size_t>(span + guard),
+                                    traits_of(dtype).poison_bits);
   parallel_for(shape.batch * shape.seq_len, [&](std::int64_t row) {
     const std::int64_t b = row / shape.seq_len;
     const std::int64_t s = row % shape.seq_len;
@@ -94,7 +127,182 @@ std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t query_ro
   return (query_row * 7919) % problem.seq_len_k;
 }
 
+// ---- special values ----
+
+constexpr std::string_view kTensorRoleNames[] = {"q", "k", "v"};  // by TensorRole
+
+// The largest |element| and the largest row norm |X_i|_2 (over head_dim) of a tensor.
+struct TensorMagnitude {
+  double max_element = 0.0;
+  double max_row_norm = 0.0;
+};
+
+TensorMagnitude magnitude_of(const std::vector<std::uint16_t>& buffer, const TensorShape& shape,
+                             Dtype dtype) {
+  const std::span<const float> widen = widening_table(dtype);
+  TensorMagnitude magnitude;
+  for (std::int64_t row = 0; row < shape.elements() / shape.head_dim; ++row) {
+    const std::uint16_t* elements = &buffer[shape.offset_of_logical(row * shape.head_dim)];
+    double squares = 0.0;
+    for (std::int64_t d = 0; d < shape.head_dim; ++d) {
+      const double value = std::fabs(widen[elements[d]]);
+      magnitude.max_element = std::max(magnitude.max_element, value);
+      squares += value * value;
+    }
+    magnitude.max_row_norm = std::max(magnitude.max_row_norm, std::sqrt(squares));
+  }
+  return magnitude;
+}
+
+// The dtype's largest value not above `limit` (limit >= 0, below the dtype's largest finite).
+std::uint16_t round_down_to_dtype(double limit, Dtype dtype) {
+  std::uint16_t bits = float_to_dtype(static_cast<float>(limit), dtype);
+  if (dtype_to_float(bits, dtype) > limit) --bits;  // positive patterns order like their values
+  return bits;
+}
+
+// The magnitude `large` injects into `role` (the reasoning per tensor is in the comments), as a
+// positive pattern of the dtype. `own` and `other` are the magnitudes of the tensor injected into
+// and of its partner in the scores (K for Q, Q for K) before the injection.
+std::uint16_t large_bits(const AttentionProblem& problem, TensorRole role, std::int64_t count,
+                         const TensorMagnitude& own, const TensorMagnitude& other) {
+  const DtypeTraits& traits = traits_of(problem.dtype);
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  if (role == TensorRole::value) {
+    // V: the value_outliers rule. The accumulator sums seq_len_k terms P_j V_jd with unnormalised
+    // P_j <= 1: with every |V_jd| at most float's largest / (2 seq_len_k), it stays below half of
+    // float's largest whatever number of elements is injected, and the output, a weighted mean of
+    // V, within half the dtype's range.
+    return round_down_to_dtype(std::min(0.5 * traits.max_finite,
+                                        kFloatMax / (2.0 * static_cast<double>(problem.seq_len_k))),
+                               problem.dtype);
+  }
+  // Q or K: large scores are harmless to a correct kernel (it subtracts the row maximum; the
+  // tolerance's score term grows with scale |Q_i| |K_j|). What must stay finite is every sum that
+  // forms a score: the kernel's fp32 dot product Q_i . K_j and its scaled value, and in the plain
+  // same-precision reference of the FlashAttention rule scale * Q rounded to the dtype and the
+  // score rounded to the dtype (in fp16 a score beyond 65504 would be inf there, its row NaN).
+  // So |Q_i . K_j| * max(scale, 1) must stay below half the dtype's largest value (a dtype
+  // range within fp32's, leaving room for s - max). By Cauchy-Schwarz the elements not injected
+  // contribute at most max |Q_i| max |K_j| (row norms), and each injected element at most L times
+  // the partner's largest element, with at most min(count, head_dim) injected elements in a row:
+  //   L = (budget - max|Q_i| max|K_j|) / (min(count, D) max|partner|),  budget = max_finite / 2
+  //       / max(scale, 1),
+  // capped at the budget (scale * Q in range) and at least 1. In bf16 L is ~1e38 / count; in fp16
+  // a few thousand for N(0, 1) data.
+  const double budget = 0.5 * traits.max_finite / std::max(problem.softmax_scale, 1.0);
+  const double in_one_row = static_cast<double>(std::min(count, problem.head_dim));
+  const double limit = other.max_element > 0.0 ? (budget - own.max_row_norm * other.max_row_norm) /
+                                                     (in_one_row * other.max_element)
+                                               : budget;
+  return round_down_to_dtype(std::min(std::max(limit, 1.0), budget), problem.dtype);
+}
+
+// The pattern of one injected element; `negative` and `above` are fair coins of its draw.
+std::uint16_t special_bits(SpecialValue kind, Dtype dtype, std::uint16_t large, bool negative,
+                           bool above) {
+  const std::uint16_t sign = negative ? 0x8000u : 0u;  // bit 15 in fp16 and bf16
+  switch (kind) {
+    case SpecialValue::none:
+      break;
+    // +0 and -0: a product of 0, a term of 0; nothing can overflow or lose accuracy. -0 catches
+    // kernels that test zero by its bit pattern, or take -0 for a negative number.
+    case SpecialValue::zero:
+      return 0x0000u;
+    case SpecialValue::negative_zero:
+      return 0x8000u;
+    // The smallest subnormal (pattern 1): its products with other inputs are exact in fp32, or
+    // (bf16) fall below fp32's own subnormals, an absolute error under 2^-149, far inside every
+    // bound (the bound's eta terms cover outputs in the subnormal range). Catches kernels that
+    // decode subnormal inputs wrongly.
+    case SpecialValue::subnormal:
+      return static_cast<std::uint16_t>(sign | 0x0001u);
+    // See large_bits: as large as keeps every sum finite for a correct kernel.
+    case SpecialValue::large:
+      return static_cast<std::uint16_t>(sign | large);
+    // 1 + 2u (next above 1) or 1 - u (next below): the last significand bit matters. Magnitude 1
+    // fits every sum; catches inputs converted through a format with fewer significand bits.
+    case SpecialValue::one_ulp: {
+      const std::uint16_t one = float_to_dtype(1.0f, dtype);
+      return static_cast<std::uint16_t>(sign | (above ? one + 1 : one - 1));
+    }
+  }
+  return 0;
+}
+
+// Overwrites the injection's elements. Positions: `count` distinct logical indices by Floyd's
+// algorithm, one draw per step j in [n - count, n) of the tensor's injection stream.
+void inject(const AttentionProblem& problem, std::uint64_t seed,
+            const SpecialValueInjection& injection, const TensorShape (&shapes)[3],
+            AttentionInputs& inputs) {
+  if (injection.value == SpecialValue::none || injection.count <= 0) return;
+  const int role = static_cast<int>(injection.tensor);
+  std::vector<std::uint16_t>* buffers[] = {&inputs.q, &inputs.k, &inputs.v};
+  std::vector<std::uint16_t>& buffer = *buffers[role];
+  const TensorShape& shape = shapes[role];
+  const std::int64_t n = shape.elements();
+  const std::int64_t count = std::min(injection.count, n);
+
+  std::uint16_t large = 0;
+  if (injection.value == SpecialValue::large && injection.tensor != TensorRole::value) {
+    const int partner = injection.tensor == TensorRole::query ? 1 : 0;
+    large = large_bits(problem, injection.tensor, count, magnitude_of(buffer, shape, problem.dtype),
+                       magnitude_of(*buffers[partner], shapes[partner], problem.dtype));
+  } else if (injection.value == SpecialValue::large) {
+    large = large_bits(problem, injection.tensor, count, {}, {});
+  }
+
+  const Stream stream(seed, problem, kInjectionPurpose, static_cast<TensorId>(role + 1));
+  std::vector<bool> chosen(static_cast<std::size_t>(n), false);
+  for (std::int64_t j = n - count; j < n; ++j) {
+    const auto step = static_cast<std::uint64_t>(j);
+    std::int64_t position = std::min(
+        j, static_cast<std::int64_t>(stream.uniform(step, 0) * static_cast<double>(j + 1)));
+    if (chosen[static_cast<std::size_t>(position)]) position = j;
+    chosen[static_cast<std::size_t>(position)] = true;
+    buffer[static_cast<std::size_t>(shape.offset_of_logical(position))] =
+        special_bits(injection.value, problem.dtype, large, stream.uniform(step, 1) < 0.5,
+                     stream.uniform(step, 2) < 0.5);
+  }
+}
+
 }  // namespace
+
+std::string format_injection(const SpecialValueInjection& injection) {
+  if (injection.value == SpecialValue::none) return "none";
+  return std::string(kTensorRoleNames[static_cast<int>(injection.tensor)]) + ":" +
+         std::string(kSpecialValues[static_cast<int>(injection.value)].name) + ":" +
+         std::to_string(injection.count);
+}
+
+std::optional<SpecialValueInjection> parse_injection(std::string_view text) {
+  if (text == "none") return SpecialValueInjection{};
+  const std::size_t first = text.find(':');
+  const std::size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  const std::string_view tensor = text.substr(0, first);
+  const std::string_view kind = text.substr(first + 1, second - first - 1);
+  const std::string_view count = text.substr(second + 1);
+
+  SpecialValueInjection injection;
+  const auto role = std::find(std::begin(kTensorRoleNames), std::end(kTensorRoleNames), tensor);
+  const auto value = std::find_if(std::begin(kSpecialValues), std::end(kSpecialValues),
+                                  [&](const SpecialValueInfo& info) { return info.name == kind; });
+  if (role == std::end(kTensorRoleNames) || value == std::end(kSpecialValues)) return std::nullopt;
+  injection.tensor = static_cast<TensorRole>(role - std::begin(kTensorRoleNames));
+  injection.value = value->value;
+  // Decimal digits only: no sign, no space, no trailing text.
+  if (count.empty() ||
+      !std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  const auto [end, error] =
+      std::from_chars(count.data(), count.data() + count.size(), injection.count);
+  if (error != std::errc() || end != count.data() + count.size()) return std::nullopt;
+  if (injection.value == SpecialValue::none) return SpecialValueInjection{};
+  if (injection.count < 1) return std::nullopt;
+  return injection;
+}
 
 std::optional<DataDistribution> parse_distribution(std::string_view name) {
   for (const DataDistributionInfo& info : kDataDistributions) {
@@ -104,7 +312,7 @@ std::optional<DataDistribution> parse_distribution(std::string_view name) {
 }
 
 AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
-                                std::uint64_t seed) {
+                                std::uint64_t seed, const SpecialValueInjection& injection) {
   const Stream q_stream(seed, problem, distribution, TensorId::query);
   const Stream k_stream(seed, problem, distribution, TensorId::key);
   const Stream v_stream(seed, problem, distribution, TensorId::value);
@@ -205,6 +413,7 @@ AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistributio
       break;
     }
   }
+  inject(problem, seed, injection, {q_shape, k_shape, v_shape}, inputs);
   return inputs;
 }
 

@@ -2,27 +2,45 @@
 // options struct, the help text and the CLI11 parser are all generated from ATTNFUZZ_FLAGS.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace attnfuzz {
 
 // X(kind, type, member, flag, default, help). kind: OPTION takes a value, FLAG is a switch.
-#define ATTNFUZZ_FLAGS(X)                                                                        \
-  X(OPTION, std::string, configs, "--configs", "",                                               \
-    "Matrix file to run (JSON). Default: the built-in corpus/matrix/pr.json")                    \
-  X(OPTION, std::string, backend, "--backend", "auto",                                           \
-    "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                \
-  X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                \
-  X(OPTION, std::string, plant, "--plant", "none",                                               \
-    "Switch on a planted bug in the kernel (see --list-kernels)")                                \
-  X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                    \
-    "Run only the case with this id (repeatable), e.g. --case edges/12")                         \
-  X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")          \
-  X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")     \
-  X(OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")       \
-  X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary") \
-  X(FLAG, bool, list_kernels, "--list-kernels", false,                                           \
+#define ATTNFUZZ_FLAGS(X)                                                                         \
+  X(OPTION, std::string, configs, "--configs", "",                                                \
+    "Matrix file to run (JSON). Default: the built-in corpus/matrix/pr.json")                     \
+  X(OPTION, std::string, replay, "--replay", "",                                                  \
+    "Run saved cases: a case file (binary, e.g. a libFuzzer crash, or JSON) or a folder of them") \
+  X(OPTION, std::string, save_cases, "--save-cases", "",                                          \
+    "Write each selected case as a binary case file into this folder (a seed corpus), then exit") \
+  X(OPTION, std::string, describe, "--describe", "",                                              \
+    "Print the cases of a case file as JSON without running them, then exit")                     \
+  X(FLAG, bool, properties, "--properties", false,                                                \
+    "Search for a case that breaks a property (RapidCheck) instead of running a matrix")          \
+  X(OPTION, double, budget, "--budget", 30.0, "Seconds for --properties")                         \
+  X(OPTION, std::vector<std::string>, property_names, "--property", {},                           \
+    "Only this property (repeatable; see --list-properties)")                                     \
+  X(OPTION, std::uint64_t, seed, "--seed", 1, "Seed of the --properties search")                  \
+  X(OPTION, std::string, regressions, "--regressions", "corpus/regressions",                      \
+    "Folder where --properties saves each minimal failing case")                                  \
+  X(FLAG, bool, list_properties, "--list-properties", false, "List the properties, then exit")    \
+  X(OPTION, std::string, backend, "--backend", "auto",                                            \
+    "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                 \
+  X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                 \
+  X(OPTION, std::string, plant, "--plant", "none",                                                \
+    "Switch on a planted bug in the kernel (see --list-kernels)")                                 \
+  X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                     \
+    "Run only the case with this id (repeatable), e.g. --case edges/12")                          \
+  X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")           \
+  X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")      \
+  X(OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")        \
+  X(FLAG, bool, fail_fast, "--fail-fast", false,                                                  \
+    "Stop at the first failing case (or, with --properties, the first failing property)")         \
+  X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")  \
+  X(FLAG, bool, list_kernels, "--list-kernels", false,                                            \
     "List kernels, what they support and their planted bugs, then exit")
 
 struct HarnessOptions {

@@ -2,18 +2,24 @@
 // the float64 oracle. Exit codes: 0 pass, 1 fail, 2 nothing could run, 3 harness error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/parallel_for.h"
 #include "fuzz/build_info.h"
+#include "fuzz/case_codec.h"
 #include "fuzz/case_runner.h"
 #include "fuzz/exit_codes.h"
 #include "fuzz/harness_error.h"
 #include "fuzz/harness_options.h"
 #include "fuzz/matrix_file.h"
+#include "fuzz/properties.h"
 #include "fuzz/report_writers.h"
 #include "kernels/kernel_registry.h"
 
@@ -70,12 +76,162 @@ std::string shell_word(const std::string& text) {
   return quoted + "'";
 }
 
-std::string replay_command(const HarnessOptions& options, const CaseResult& result) {
+// The cases of a run and where each came from.
+struct RunPlan {
+  CaseMatrix matrix;
+  std::map<std::string, std::filesystem::path> file_of_case;  // replay: the file holding each id
+};
+
+// --replay PATH: the cases of one file, or of every regular file in a folder (sorted by name).
+RunPlan replay_plan(const std::filesystem::path& path) {
+  RunPlan plan;
+  plan.matrix.name = "replay";
+  plan.matrix.source = path.string();
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+  }
+  for (const std::filesystem::path& file : files) {
+    for (AttentionCase& attention_case : load_case_file(file)) {
+      plan.file_of_case[attention_case.id] = file;
+      plan.matrix.cases.push_back(std::move(attention_case));
+    }
+  }
+  if (plan.matrix.cases.empty()) throw HarnessError("--replay: no case files in " + path.string());
+  return plan;
+}
+
+RunPlan plan_of(const HarnessOptions& options) {
+  if (!options.replay.empty()) {
+    if (!options.configs.empty()) throw HarnessError("--replay and --configs exclude each other");
+    return replay_plan(options.replay);
+  }
+  RunPlan plan;
+  plan.matrix = options.configs.empty() ? load_built_in_matrix(std::string(kDefaultMatrix))
+                                        : load_matrix_file(options.configs);
+  return plan;
+}
+
+std::string replay_command(const HarnessOptions& options, const RunPlan& plan,
+                           const CaseResult& result) {
   std::string command = "fuzz_attention";
-  if (!options.configs.empty()) command += " --configs " + shell_word(options.configs);
-  command += " --case " + shell_word(result.attention_case.id) + " --kernel " + result.kernel_name;
+  const std::string& id = result.attention_case.id;
+  if (const auto file = plan.file_of_case.find(id); file != plan.file_of_case.end()) {
+    command += " --replay " + shell_word(file->second.string());
+  } else if (!options.configs.empty()) {
+    command += " --configs " + shell_word(options.configs);
+  }
+  command += " --case " + shell_word(id) + " --kernel " + result.kernel_name;
   if (result.plant != "none") command += " --plant " + result.plant;
   return command;
+}
+
+// One line of JSON per replayed case: the case and its verdict.
+void print_replayed_case(std::ostream& out, const CaseResult& result) {
+  nlohmann::json line = {{"id", result.attention_case.id},
+                         {"case", case_keys_to_json(result.attention_case)},
+                         {"kernel", result.kernel_name},
+                         {"status", std::string(case_status_name(result.status))},
+                         {"reason", result.reason}};
+  if (result.ran) line["error_ratio"] = result.comparison.error_ratio;
+  out << "    " << line.dump() << "\n";
+}
+
+// --save-cases DIR: the selected cases as binary case files, named after their ids.
+int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::path& folder) {
+  std::filesystem::create_directories(folder);
+  int saved = 0;
+  for (const AttentionCase& attention_case : cases) {
+    std::string why;
+    const std::optional<std::vector<std::uint8_t>> bytes = encode_case(attention_case, &why);
+    if (!bytes) {
+      std::cout << "skipped " << attention_case.id << ": " << why << "\n";
+      continue;
+    }
+    std::string name = attention_case.id;
+    std::replace(name.begin(), name.end(), '/', '_');
+    write_file_atomically(folder / name, std::string(bytes->begin(), bytes->end()));
+    ++saved;
+  }
+  std::cout << "saved " << saved << " of " << cases.size() << " cases to " << folder.string()
+            << "\n";
+  return kExitPass;
+}
+
+int describe(const std::filesystem::path& path) {
+  for (const AttentionCase& attention_case : load_case_file(path)) {
+    std::cout << case_to_matrix_text(
+        attention_case, attention_case.id.empty() ? path.filename().string() : attention_case.id);
+  }
+  return kExitPass;
+}
+
+std::vector<Property> selected_properties(const HarnessOptions& options) {
+  std::vector<Property> selected;
+  for (const std::string& name : options.property_names) {
+    const std::optional<Property> property = parse_property(name);
+    if (!property) {
+      throw HarnessError("--property: unknown property '" + name +
+                         "' (fuzz_attention --list-properties lists them)");
+    }
+    selected.push_back(*property);
+  }
+  return selected;
+}
+
+// --properties --replay FILE: checks the selected properties (default: all) on saved cases.
+int replay_properties(const HarnessOptions& options, const RunSettings& settings) {
+  std::vector<Property> selected = selected_properties(options);
+  if (selected.empty()) {
+    for (const PropertyInfo& info : kProperties) selected.push_back(info.property);
+  }
+  const RunPlan plan = replay_plan(options.replay);
+  int failed = 0;
+  for (const AttentionCase& attention_case : select_cases(plan.matrix, options.case_ids)) {
+    for (Property property : selected) {
+      const std::optional<std::string> failure = check_property(property, attention_case, settings);
+      std::cout << (failure ? "FAIL " : "PASS ") << kProperties[static_cast<int>(property)].name
+                << " " << attention_case.id << " " << case_keys_to_json(attention_case).dump()
+                << "\n";
+      if (failure) std::cout << "    reason: " << *failure << "\n";
+      failed += failure ? 1 : 0;
+    }
+  }
+  std::cout << (selected.size() * plan.matrix.cases.size() - failed) << " passed, " << failed
+            << " failed, 0 skipped\n";
+  return failed ? kExitFail : kExitPass;
+}
+
+int search_properties(const HarnessOptions& options, const RunSettings& settings) {
+  if (!(options.budget > 0.0)) throw HarnessError("--budget: must be a positive number of seconds");
+  PropertySettings search;
+  search.run = settings;
+  search.budget_seconds = options.budget;
+  search.seed = options.seed;
+  search.properties = selected_properties(options);
+  search.regressions_dir = options.regressions;
+  search.stop_at_first_failure = options.fail_fast;
+  std::cout << "fuzz_attention --properties: " << options.budget << " s budget, seed "
+            << options.seed << ", kernel " << CaseRunner(settings).kernel_for(AttentionCase{})
+            << ", plant " << options.plant << "\n";
+  const std::vector<PropertyOutcome> outcomes = run_properties(search, std::cout);
+  int failed = 0;
+  std::cout << "\n";
+  for (const PropertyOutcome& outcome : outcomes) {
+    const bool broken = outcome.minimal_case.has_value();
+    failed += broken ? 1 : 0;
+    std::printf("%s %-28s %6d cases %8.2f s%s\n", broken ? "FAIL" : "PASS",
+                std::string(kProperties[static_cast<int>(outcome.property)].name).c_str(),
+                outcome.tests, outcome.seconds, broken ? "  (minimal case saved)" : "");
+  }
+  std::cout << (outcomes.size() - failed) << " passed, " << failed << " failed, 0 skipped\n";
+  return failed ? kExitFail : kExitPass;
 }
 
 int run(int argc, char** argv) {
@@ -93,10 +249,23 @@ int run(int argc, char** argv) {
   if (!plant) throw HarnessError("--plant: unknown planted bug '" + options.plant + "'");
   settings.plant = *plant;
 
-  const CaseMatrix matrix = options.configs.empty()
-                                ? load_built_in_matrix(std::string(kDefaultMatrix))
-                                : load_matrix_file(options.configs);
+  if (!options.describe.empty()) return describe(options.describe);
+  if (options.list_properties) {
+    for (const PropertyInfo& info : kProperties) {
+      std::cout << info.name << ": " << info.sentence << "\n";
+    }
+    return kExitPass;
+  }
+  if (options.properties) {
+    CaseRunner(settings).validate(AttentionCase{});  // the kernel exists and carries the plant
+    return options.replay.empty() ? search_properties(options, settings)
+                                  : replay_properties(options, settings);
+  }
+  const RunPlan plan = plan_of(options);
+  const CaseMatrix& matrix = plan.matrix;
   const std::vector<AttentionCase> cases = select_cases(matrix, options.case_ids);
+  const bool replaying = !options.replay.empty();
+  if (!options.save_cases.empty()) return save_cases(cases, options.save_cases);
   const CaseRunner runner(settings);
   for (const AttentionCase& attention_case : cases) runner.validate(attention_case);
 
@@ -120,8 +289,11 @@ int run(int argc, char** argv) {
     CaseResult result = runner.run(cases[index]);
     if (show_progress) std::cerr << "\r\033[K" << std::flush;
     if (!options.quiet || result.status != CaseStatus::pass) write_table_row(std::cout, result);
+    if (replaying) print_replayed_case(std::cout, result);
     std::cout.flush();
+    const bool stop = options.fail_fast && result.status == CaseStatus::fail;
     report.results.push_back(std::move(result));
+    if (stop) break;
   }
   report.summary.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -132,7 +304,7 @@ int run(int argc, char** argv) {
     if (result.status != CaseStatus::fail) continue;
     if (first_failure) std::cout << "\nreplay a failing case:\n";
     first_failure = false;
-    std::cout << "  " << replay_command(options, result) << "\n";
+    std::cout << "  " << replay_command(options, plan, result) << "\n";
   }
   std::cout << "\n";
   write_table_summary(std::cout, report);

@@ -168,6 +168,18 @@ DataDistribution distribution_named(const std::string& name) {
   throw FieldProblem{"unknown data distribution \"" + name + "\" (expected one of " + known + ")"};
 }
 
+SpecialValueInjection injection_named(const std::string& text) {
+  if (const auto injection = parse_injection(text)) return *injection;
+  std::string kinds;
+  for (const SpecialValueInfo& info : kSpecialValues) {
+    if (info.value != SpecialValue::none) {
+      kinds += (kinds.empty() ? "" : ", ") + std::string(info.name);
+    }
+  }
+  throw FieldProblem{"invalid injection \"" + text + "\" (expected " +
+                     std::string(kInjectionSyntax) + " with count >= 1, kinds: " + kinds + ")"};
+}
+
 Layout layout_named(const std::string& name) {
   if (const auto layout = parse_layout(name)) return *layout;
   std::string known;
@@ -247,6 +259,10 @@ constexpr CaseKey kCaseKeys[] = {
      }},
     {"softmax_scale", KeyType::positive_number,
      [](CaseDraft& d, const Scalar& s, const std::string&) { d.value.softmax_scale = s.number; }},
+    {"inject", KeyType::string,
+     [](CaseDraft& d, const Scalar& s, const std::string&) {
+       d.value.injection = injection_named(s.text);
+     }},
 };
 
 const CaseKey* find_case_key(std::string_view name) {

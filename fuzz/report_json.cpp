@@ -46,6 +46,7 @@ json config_to_json(const AttentionCase& attention_case) {
       {"softmax_scale", number_or_null(softmax_scale)},
       {"data", std::string(distribution_name(attention_case.data))},
       {"seed", attention_case.seed},
+      {"inject", format_injection(attention_case.injection)},
   };
 }
 

@@ -10,8 +10,9 @@
 //   O = round_to_dtype(acc / l), 0 for rows that saw no key.
 // Tile sizes come from flash_tile_traits.h, shared with the CUDA kernel.
 //
-// Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; each changes one line
-// of the algorithm, the way the real bug would.
+// Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
+// every one of the catalogue. Each changes a line or two of the algorithm, the way the real bug
+// would.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -37,8 +38,10 @@ constexpr int kMaxBlockM = 64;
 constexpr int kMaxBlockN = 64;
 
 constexpr PlantedBug kCpuFlashPlants[] = {
-    PlantedBug::drop_last_key_tile, PlantedBug::causal_off_by_one,
-    PlantedBug::running_max_init_zero, PlantedBug::skip_rescale, PlantedBug::masked_row_nan};
+#define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
+    ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
+#undef ATTNFUZZ_CPU_FLASH_PLANT
+};
 
 // Per-thread working set of one query tile, laid out so the inner loops run over contiguous floats.
 struct TileWorkspace {
@@ -82,7 +85,9 @@ class CpuFlashKernel final : public AttentionKernel {
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug plant) const override {
     const FlashTileConfig& tiles = *find_tile_config(problem.head_dim);
-    const std::int64_t query_tiles = (problem.seq_len_q + tiles.block_m - 1) / tiles.block_m;
+    const std::int64_t query_tiles = plant == PlantedBug::partial_last_query_tile_unwritten
+                                         ? problem.seq_len_q / tiles.block_m
+                                         : (problem.seq_len_q + tiles.block_m - 1) / tiles.block_m;
     const std::int64_t items = problem.batch * problem.heads * query_tiles;
     parallel_for(items, [&](std::int64_t item) {
       thread_local TileWorkspace workspace;
@@ -103,14 +108,23 @@ class CpuFlashKernel final : public AttentionKernel {
                              std::int64_t head, std::int64_t query_tile, TileWorkspace& work) {
     const std::int64_t dim = problem.head_dim;
     const int block_n = tiles.block_n;
-    const std::int64_t kv_head = head / problem.group_size();
+    const std::int64_t kv_head =
+        plant == PlantedBug::gqa_modulo ? head % problem.kv_heads : head / problem.group_size();
     const std::span<const float> widen = widening_table(problem.dtype);
     const std::int64_t first_row = query_tile * tiles.block_m;
     const int rows =
         static_cast<int>(std::min<std::int64_t>(tiles.block_m, problem.seq_len_q - first_row));
     // How far past the causal diagonal a row may look: 0 is correct, 1 is the off-by-one plant.
     const std::int64_t causal_slack = plant == PlantedBug::causal_off_by_one ? 1 : 0;
-    const std::int64_t diagonal_offset = problem.seq_len_k - problem.seq_len_q + causal_slack;
+    const std::int64_t diagonal_offset =
+        (plant == PlantedBug::causal_top_left ? 0 : problem.seq_len_k - problem.seq_len_q) +
+        causal_slack;
+    // Where batch b starts in a tensor: its stride, or the compact size of one batch (the plant).
+    const auto batch_start = [&](const TensorStrides& strides, std::int64_t seq_len,
+                                 std::int64_t heads) {
+      return batch *
+             (plant == PlantedBug::batch_stride_unpadded ? seq_len * heads * dim : strides.batch);
+    };
 
     work.query.assign(static_cast<std::size_t>(tiles.block_m * dim), 0.0f);
     work.key_t.assign(static_cast<std::size_t>(dim * block_n), 0.0f);
@@ -120,8 +134,9 @@ class CpuFlashKernel final : public AttentionKernel {
     std::fill_n(work.row_max.begin(), rows, initial_max);
     std::fill_n(work.row_sum.begin(), rows, 0.0f);
 
-    const std::uint16_t* q_base =
-        tensors.q + batch * problem.q_strides.batch + head * problem.q_strides.head;
+    const std::uint16_t* q_base = tensors.q +
+                                  batch_start(problem.q_strides, problem.seq_len_q, problem.heads) +
+                                  head * problem.q_strides.head;
     for (int row = 0; row < rows; ++row) {
       const std::uint16_t* q_row = q_base + (first_row + row) * problem.q_strides.seq;
       for (std::int64_t d = 0; d < dim; ++d) work.query[row * dim + d] = widen[q_row[d]];
@@ -135,15 +150,19 @@ class CpuFlashKernel final : public AttentionKernel {
     }
     std::int64_t key_tiles = (keys_needed + block_n - 1) / block_n;
     if (plant == PlantedBug::drop_last_key_tile) key_tiles = keys_needed / block_n;
+    // Keys the tiles mask at: seq_len_k, or every row of the last tile (the plant).
+    const std::int64_t key_end =
+        plant == PlantedBug::read_past_seq_len_k ? key_tiles * block_n : problem.seq_len_k;
 
     const std::uint16_t* k_base =
-        tensors.k + batch * problem.k_strides.batch + kv_head * problem.k_strides.head;
+        tensors.k + batch_start(problem.k_strides, problem.seq_len_k, problem.kv_heads) +
+        kv_head * problem.k_strides.head;
     const std::uint16_t* v_base =
-        tensors.v + batch * problem.v_strides.batch + kv_head * problem.v_strides.head;
+        tensors.v + batch_start(problem.v_strides, problem.seq_len_k, problem.kv_heads) +
+        kv_head * problem.v_strides.head;
     for (std::int64_t key_tile = 0; key_tile < key_tiles; ++key_tile) {
       const std::int64_t first_key = key_tile * block_n;
-      const int cols =
-          static_cast<int>(std::min<std::int64_t>(block_n, problem.seq_len_k - first_key));
+      const int cols = static_cast<int>(std::min<std::int64_t>(block_n, key_end - first_key));
       // Stage the K tile (transposed) and V tile in fp32; columns past `cols` stay zero.
       for (int col = 0; col < block_n; ++col) {
         const bool inside = col < cols;
@@ -166,8 +185,10 @@ class CpuFlashKernel final : public AttentionKernel {
         }
 
         const std::int64_t last_key =
-            problem.causal ? first_row + row + diagonal_offset : problem.seq_len_k - 1;
-        const float scale = static_cast<float>(problem.softmax_scale);
+            problem.causal ? first_row + row + diagonal_offset : key_end - 1;
+        const float scale = plant == PlantedBug::scale_hardcoded_64
+                                ? 0.125f
+                                : static_cast<float>(problem.softmax_scale);
         float tile_max = kNegativeInfinity;
         for (int col = 0; col < block_n; ++col) {
           const bool visible = col < cols && first_key + col <= last_key;
@@ -176,7 +197,8 @@ class CpuFlashKernel final : public AttentionKernel {
         }
 
         const float old_max = work.row_max[row];
-        const float new_max = std::max(old_max, tile_max);
+        const float new_max =
+            plant == PlantedBug::no_max_subtraction ? 0.0f : std::max(old_max, tile_max);
         // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
         // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
         const float safe_max = new_max == kNegativeInfinity ? 0.0f : new_max;
@@ -189,7 +211,10 @@ class CpuFlashKernel final : public AttentionKernel {
           tile_sum += probability;
           scores[col] = round_to_dtype(probability, problem.dtype);
         }
-        work.row_sum[row] = work.row_sum[row] * correction + tile_sum;
+        // The stale_row_sum plant adds the last tile's sum only after the final division.
+        if (plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles) {
+          work.row_sum[row] = work.row_sum[row] * correction + tile_sum;
+        }
 
         float* accumulator = &work.accumulator[row * dim];
         if (plant != PlantedBug::skip_rescale) {
@@ -200,11 +225,17 @@ class CpuFlashKernel final : public AttentionKernel {
           const float* v_row = &work.value[col * dim];
           for (std::int64_t d = 0; d < dim; ++d) accumulator[d] += probability * v_row[d];
         }
+        if (plant == PlantedBug::pv_fp16_accumulation) {
+          for (std::int64_t d = 0; d < dim; ++d) {
+            accumulator[d] = round_to_dtype(accumulator[d], problem.dtype);
+          }
+        }
       }
     }
 
-    std::uint16_t* o_base =
-        tensors.o + batch * problem.o_strides.batch + head * problem.o_strides.head;
+    std::uint16_t* o_base = tensors.o +
+                            batch_start(problem.o_strides, problem.seq_len_q, problem.heads) +
+                            head * problem.o_strides.head;
     for (int row = 0; row < rows; ++row) {
       const float row_sum = work.row_sum[row];
       const bool saw_no_key = !(row_sum > 0.0f);

@@ -20,7 +20,26 @@ namespace attnfuzz {
   X(skip_rescale, "does not rescale the output accumulator when the running maximum grows",        \
     "the online-softmax correction exp(m_old - m_new) forgotten for the accumulator")              \
   X(masked_row_nan, "divides by a zero row sum for fully masked rows",                             \
-    "no guard for rows that see no key, as causal with seq_len_q > seq_len_k has")
+    "no guard for rows that see no key, as causal with seq_len_q > seq_len_k has")                 \
+  X(partial_last_query_tile_unwritten,                                                             \
+    "never computes or writes the last, partial query tile when seq_len_q % block_m != 0",         \
+    "grid size seq_len_q / block_m instead of a ceiling division")                                 \
+  X(causal_top_left, "aligns the causal mask top-left (key j visible iff j <= i)",                 \
+    "the mask written for seq_len_q == seq_len_k, missing the seq_len_k - seq_len_q shift")        \
+  X(scale_hardcoded_64, "uses softmax scale 1/sqrt(64) whatever head_dim and softmax_scale",       \
+    "a constant from the head_dim 64 kernel the others were copied from")                          \
+  X(gqa_modulo, "reads kv head head % kv_heads instead of head / (heads / kv_heads)",              \
+    "GQA head mapping interleaved instead of grouped")                                             \
+  X(pv_fp16_accumulation, "keeps the P V accumulator in the input dtype, rounded every key tile",  \
+    "an fp16-accumulate MMA (or a half accumulator fragment) for P V")                             \
+  X(batch_stride_unpadded, "steps between batches by the compact size seq_len * heads * head_dim", \
+    "a batch offset computed from the shape instead of the tensor's batch stride")                 \
+  X(no_max_subtraction, "exponentiates scores without subtracting the running row maximum",        \
+    "the softmax max subtraction left out: exp overflows to inf for large scores")                 \
+  X(read_past_seq_len_k, "does not mask the last key tile at seq_len_k: reads and uses its rows",  \
+    "the tail-column mask missing on the non-causal path (the causal mask hides it there)")        \
+  X(stale_row_sum, "normalises by the row sum from before the last key tile's contribution",       \
+    "the final division taken before the last tile's row sum was added")
 
 enum class PlantedBug {
   none,

@@ -50,6 +50,24 @@ struct Comparison {
 double allowed_error(const AttentionProblem& problem, const ReferenceAttention& reference,
                      std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim);
 
+// The same bound without a reference, for comparing two kernel outputs that must agree
+// (metamorphic properties). It replaces A_id by max_j |V_jd| (A is an average of those) and 1/l_i
+// by 1 (l_i >= 1), so it is looser but needs only the inputs: each output is within it of the
+// truth, so two outputs may differ by at most twice it.
+class OracleFreeBound {
+ public:
+  OracleFreeBound(const AttentionProblem& problem, const AttentionTensors& inputs);
+  // `output_magnitude`: the larger |O_id| of the two outputs compared.
+  double allowed(std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim,
+                 double output_magnitude) const;
+
+ private:
+  AttentionProblem problem_;
+  std::vector<double> score_scale_;    // [batch][heads][seq_len_q]
+  std::vector<double> value_abs_max_;  // [batch][kv_heads][head_dim]
+  std::vector<double> value_abs_sum_;  // [batch][kv_heads][head_dim]
+};
+
 // `output` points at element [0,0,0,0] of the kernel's output, laid out by problem.o_strides.
 // `plain` is plain_attention()'s result for the same inputs.
 Comparison compare_to_reference(const AttentionProblem& problem,

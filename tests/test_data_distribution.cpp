@@ -12,6 +12,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/parallel_for.h"
@@ -39,7 +40,8 @@ AttentionCase small_case(Dtype dtype, DataDistribution data) {
 }
 
 AttentionInputs generate(const AttentionCase& attention_case) {
-  return generate_inputs(problem_of(attention_case), attention_case.data, attention_case.seed);
+  return generate_inputs(problem_of(attention_case), attention_case.data, attention_case.seed,
+                         attention_case.injection);
 }
 
 // One tensor's logical extent and its layout in the buffer.
@@ -50,6 +52,7 @@ struct Extent {
     return b * strides.batch + s * strides.seq + h * strides.head + d;
   }
   std::int64_t elements() const { return batch * seq_len * heads * head_dim; }
+  std::int64_t span() const { return span_elements(strides, batch, seq_len, heads, head_dim); }
 };
 Extent q_extent(const AttentionProblem& p) {
   return {p.batch, p.seq_len_q, p.heads, p.head_dim, p.q_strides};
@@ -242,7 +245,7 @@ TEST_P(DataDistributionPerDtype, QueryKeyAndValueAreIndependentStreams) {
   EXPECT_LT(std::fabs(correlation_of(k, v)), 0.03);
 }
 
-// ---- layout: padding is poison, elements are finite ----
+// ---- layout: padding and guard tail are poison, elements are finite ----
 
 struct LayoutParam {
   Dtype dtype;
@@ -268,14 +271,15 @@ INSTANTIATE_TEST_SUITE_P(Layouts, DataDistributionLayout,
                                            LayoutParam{Dtype::bf16, Layout::bhsd, 8}),
                          [](const auto& info) { return describe(info.param); });
 
-// Checks one tensor's buffer: its size is the span of its extent, every element is finite and
-// every other position holds the poison. Returns the number of padding positions seen.
+// Checks one tensor's buffer: its size is the span of its extent plus the guard tail, every
+// element is finite and every other position holds the poison. Returns the number of padding
+// positions seen inside the span.
 std::int64_t check_buffer(const std::vector<std::uint16_t>& buffer, const Extent& extent,
                           Dtype dtype, const std::string& what) {
-  const std::int64_t span =
-      span_elements(extent.strides, extent.batch, extent.seq_len, extent.heads, extent.head_dim);
-  EXPECT_EQ(static_cast<std::int64_t>(buffer.size()), span) << what;
-  if (static_cast<std::int64_t>(buffer.size()) != span) return 0;
+  const std::int64_t span = extent.span();
+  const std::int64_t size = span + input_guard_elements(extent.strides, extent.head_dim);
+  EXPECT_EQ(static_cast<std::int64_t>(buffer.size()), size) << what;
+  if (static_cast<std::int64_t>(buffer.size()) != size) return 0;
   std::vector<bool> is_element(buffer.size(), false);
   std::int64_t non_finite = 0;
   for (std::int64_t b = 0; b < extent.batch; ++b) {
@@ -291,13 +295,20 @@ std::int64_t check_buffer(const std::vector<std::uint16_t>& buffer, const Extent
   }
   std::int64_t padding = 0;
   std::int64_t unpoisoned = 0;
+  std::int64_t unpoisoned_tail = 0;
   for (std::size_t position = 0; position < buffer.size(); ++position) {
     if (is_element[position]) continue;
+    const bool poisoned = buffer[position] == traits_of(dtype).poison_bits;
+    if (static_cast<std::int64_t>(position) >= span) {
+      unpoisoned_tail += poisoned ? 0 : 1;
+      continue;
+    }
     ++padding;
-    if (buffer[position] != traits_of(dtype).poison_bits) ++unpoisoned;
+    unpoisoned += poisoned ? 0 : 1;
   }
   EXPECT_EQ(non_finite, 0) << what;
   EXPECT_EQ(unpoisoned, 0) << what << ": padding positions without the poison pattern";
+  EXPECT_EQ(unpoisoned_tail, 0) << what << ": guard tail positions without the poison pattern";
   return padding;
 }
 
@@ -320,6 +331,40 @@ TEST_P(DataDistributionLayout, PaddingHoldsThePoisonPatternAndEveryElementIsFini
       const Extent q = q_extent(problem);
       EXPECT_EQ(q_padding, (q.batch * q.seq_len * q.heads - 1) * param.row_padding) << what;
     }
+  }
+}
+
+// A kernel that reads a whole tile of rows past seq_len (an unmasked tail tile) of the last batch
+// and head, the worst place, stays inside the buffer and reads poison there.
+TEST_P(DataDistributionLayout, ATileReadPastTheLastRowsStaysInsideTheBufferAndReadsPoison) {
+  const LayoutParam param = GetParam();
+  AttentionCase attention_case = small_case(param.dtype, DataDistribution::normal);
+  attention_case.layout = param.layout;
+  attention_case.row_padding = param.row_padding;
+  const AttentionProblem problem = problem_of(attention_case);
+  const AttentionInputs inputs = generate(attention_case);
+  const std::uint16_t poison = traits_of(param.dtype).poison_bits;
+  for (const auto& [name, buffer, extent] : {std::tuple{"q", &inputs.q, q_extent(problem)},
+                                             std::tuple{"k", &inputs.k, k_extent(problem)},
+                                             std::tuple{"v", &inputs.v, v_extent(problem)}}) {
+    const std::int64_t last_batch = extent.batch - 1;
+    const std::int64_t last_head = extent.heads - 1;
+    // The last element such a read touches: row seq_len + 63, element head_dim - 1.
+    const std::int64_t farthest = extent.offset(last_batch, extent.seq_len + kInputGuardRows - 1,
+                                                last_head, extent.head_dim - 1);
+    EXPECT_LT(farthest, static_cast<std::int64_t>(buffer->size())) << name;
+    std::int64_t unpoisoned = 0;
+    for (std::int64_t s = extent.seq_len; s < extent.seq_len + kInputGuardRows; ++s) {
+      for (std::int64_t d = 0; d < extent.head_dim; ++d) {
+        unpoisoned += buffer->at(extent.offset(last_batch, s, last_head, d)) != poison ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(unpoisoned, 0) << name << ": rows past seq_len of the last batch and head";
+    // Pointers still start at element [0, 0, 0, 0]: the tail comes after the span, not before.
+    EXPECT_EQ(static_cast<std::int64_t>(buffer->size()),
+              extent.span() + input_guard_elements(extent.strides, extent.head_dim))
+        << name;
+    EXPECT_NE(buffer->front(), poison) << name;
   }
 }
 
@@ -584,6 +629,281 @@ TEST_P(DataDistributionPerDtype, LargeScoresGiveRowsFarBelowAndFarAboveZero) {
   }
   EXPECT_GT(rows_all_below, 0);
   EXPECT_GT(rows_max_above, 0);
+}
+
+// ---- special-value injection ----
+
+Extent extent_of(const AttentionProblem& problem, TensorRole role) {
+  switch (role) {
+    case TensorRole::query:
+      return q_extent(problem);
+    case TensorRole::key:
+      return k_extent(problem);
+    case TensorRole::value:
+      break;
+  }
+  return v_extent(problem);
+}
+
+const std::vector<std::uint16_t>& buffer_of(const AttentionInputs& inputs, TensorRole role) {
+  return role == TensorRole::query ? inputs.q : role == TensorRole::key ? inputs.k : inputs.v;
+}
+
+// Buffer positions where two generations of one case differ.
+std::vector<std::int64_t> changed_positions(const std::vector<std::uint16_t>& before,
+                                            const std::vector<std::uint16_t>& after) {
+  std::vector<std::int64_t> changed;
+  for (std::size_t i = 0; i < std::min(before.size(), after.size()); ++i) {
+    if (before[i] != after[i]) changed.push_back(static_cast<std::int64_t>(i));
+  }
+  return changed;
+}
+
+// Whether `position` holds an element of the extent (not padding, not the guard tail).
+bool is_element_position(const Extent& extent, std::int64_t position) {
+  for (std::int64_t b = 0; b < extent.batch; ++b) {
+    for (std::int64_t s = 0; s < extent.seq_len; ++s) {
+      for (std::int64_t h = 0; h < extent.heads; ++h) {
+        const std::int64_t row = extent.offset(b, s, h, 0);
+        if (position >= row && position < row + extent.head_dim) return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::string describe(const SpecialValueInjection& injection) {
+  return format_injection(injection);
+}
+
+class SpecialValueInjectionPerDtype : public ::testing::TestWithParam<Dtype> {};
+
+INSTANTIATE_TEST_SUITE_P(BothDtypes, SpecialValueInjectionPerDtype,
+                         ::testing::Values(Dtype::fp16, Dtype::bf16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Every kind into every tensor, padded BHSD so that element positions and buffer positions
+// differ: exactly `count` distinct elements change, each to a value of its kind, nothing else.
+TEST_P(SpecialValueInjectionPerDtype, EachKindOverwritesExactlyCountElementsWithItsValues) {
+  const Dtype dtype = GetParam();
+  const std::uint16_t one = float_to_dtype(1.0f, dtype);
+  for (const SpecialValueInfo& info : kSpecialValues) {
+    if (info.value == SpecialValue::none) continue;
+    for (const TensorRole role : {TensorRole::query, TensorRole::key, TensorRole::value}) {
+      for (const std::int64_t count : {1, 7, 64}) {
+        AttentionCase attention_case = small_case(dtype, DataDistribution::normal);
+        attention_case.layout = Layout::bhsd;
+        attention_case.row_padding = 3;
+        const AttentionProblem problem = problem_of(attention_case);
+        const AttentionInputs plain = generate(attention_case);
+        attention_case.injection = {info.value, role, count};
+        const std::string what = describe(attention_case.injection);
+        const AttentionInputs injected = generate(attention_case);
+        const Extent extent = extent_of(problem, role);
+        const std::vector<std::uint16_t>& before = buffer_of(plain, role);
+        const std::vector<std::uint16_t>& after = buffer_of(injected, role);
+        ASSERT_EQ(before.size(), after.size()) << what;
+        const std::vector<std::int64_t> changed = changed_positions(before, after);
+        ASSERT_EQ(static_cast<std::int64_t>(changed.size()), count) << what;
+        // The other tensors are untouched.
+        for (const TensorRole other : {TensorRole::query, TensorRole::key, TensorRole::value}) {
+          if (other != role) {
+            EXPECT_EQ(buffer_of(plain, other), buffer_of(injected, other)) << what;
+          }
+        }
+        std::set<bool> signs;
+        for (const std::int64_t position : changed) {
+          ASSERT_TRUE(is_element_position(extent, position)) << what << " wrote padding";
+          const std::uint16_t bits = after[position];
+          const std::uint16_t magnitude = bits & 0x7FFFu;
+          const double value = dtype_to_float(bits, dtype);
+          signs.insert((bits & 0x8000u) != 0);
+          switch (info.value) {
+            case SpecialValue::zero:
+              EXPECT_EQ(bits, 0x0000u) << what;
+              break;
+            case SpecialValue::negative_zero:
+              EXPECT_EQ(bits, 0x8000u) << what;
+              break;
+            case SpecialValue::subnormal:
+              EXPECT_EQ(magnitude, 0x0001u) << what;
+              EXPECT_EQ(std::fabs(value), traits_of(dtype).min_subnormal) << what;
+              break;
+            case SpecialValue::one_ulp:
+              EXPECT_TRUE(magnitude == one + 1 || magnitude == one - 1) << what;
+              break;
+            case SpecialValue::large:
+              EXPECT_TRUE(std::isfinite(value)) << what;
+              EXPECT_GT(std::fabs(value), 100.0) << what;  // N(0, 1) data never get there
+              if (role == TensorRole::value) {
+                // The value_outliers level, rounded down: an fp32 sum of seq_len_k of them
+                // stays below half of float's largest value.
+                EXPECT_LE(std::fabs(value), outlier_level(dtype, problem.seq_len_k)) << what;
+                EXPECT_GT(std::fabs(value), outlier_level(dtype, problem.seq_len_k) *
+                                                (1.0 - 2.0 * traits_of(dtype).unit_roundoff()))
+                    << what;
+              }
+              break;
+            case SpecialValue::none:
+              break;
+          }
+        }
+        // Kinds with a sign draw it per element: 64 draws show both.
+        if (count == 64 && info.value != SpecialValue::zero &&
+            info.value != SpecialValue::negative_zero) {
+          EXPECT_EQ(signs.size(), 2u) << what;
+        }
+      }
+    }
+  }
+}
+
+// A large Q or K keeps every score, scaled or not, within half the dtype's largest value (fp16:
+// the plain reference rounds scores to fp16) even when every injected element shares a row.
+TEST_P(SpecialValueInjectionPerDtype, LargeQueryOrKeyKeepsEveryScoreWithinTheDtypesRange) {
+  const Dtype dtype = GetParam();
+  for (const DataDistribution data : {DataDistribution::normal, DataDistribution::large_scores,
+                                      DataDistribution::peaked_softmax}) {
+    for (const TensorRole role : {TensorRole::query, TensorRole::key}) {
+      for (const std::int64_t count : {1, 3000}) {
+        AttentionCase attention_case = small_case(dtype, data);
+        attention_case.injection = {SpecialValue::large, role, count};
+        const AttentionProblem problem = problem_of(attention_case);
+        const AttentionInputs inputs = generate(attention_case);
+        const Extent q = q_extent(problem);
+        const Extent k = k_extent(problem);
+        double largest_score = 0.0;
+        for (std::int64_t h = 0; h < q.heads; ++h) {
+          for (std::int64_t i = 0; i < q.seq_len; ++i) {
+            for (std::int64_t j = 0; j < k.seq_len; ++j) {
+              double dot = 0.0;
+              for (std::int64_t d = 0; d < q.head_dim; ++d) {
+                dot += std::fabs(
+                    static_cast<double>(dtype_to_float(inputs.q[q.offset(0, i, h, d)], dtype)) *
+                    dtype_to_float(inputs.k[k.offset(0, j, h / problem.group_size(), d)], dtype));
+              }
+              largest_score = std::max(largest_score, dot);
+            }
+          }
+        }
+        const std::string what = name_of(data) + " " + describe(attention_case.injection);
+        EXPECT_LE(largest_score * std::max(problem.softmax_scale, 1.0),
+                  0.5 * traits_of(dtype).max_finite)
+            << what;
+        EXPECT_GT(largest_score * problem.softmax_scale, 100.0) << what;  // large indeed
+      }
+    }
+  }
+}
+
+TEST(SpecialValueInjection, CountBeyondTheTensorsSizeOverwritesEveryElementAndNothingElse) {
+  AttentionCase attention_case = small_case(Dtype::fp16, DataDistribution::normal);
+  attention_case.row_padding = 8;
+  attention_case.injection = {SpecialValue::zero, TensorRole::key, 1'000'000'000};
+  const AttentionProblem problem = problem_of(attention_case);
+  const AttentionInputs inputs = generate(attention_case);
+  const Extent k = k_extent(problem);
+  const std::int64_t padding = check_buffer(inputs.k, k, Dtype::fp16, "k");
+  EXPECT_EQ(padding, (k.batch * k.seq_len * k.heads - 1) * 8);
+  for (const double value : values_of(inputs.k, k, Dtype::fp16)) ASSERT_EQ(value, 0.0);
+}
+
+TEST(SpecialValueInjection, PositionsAreAPureFunctionOfSeedProblemAndTensor) {
+  AttentionCase attention_case = small_case(Dtype::bf16, DataDistribution::uniform);
+  attention_case.injection = {SpecialValue::zero, TensorRole::value, 8};
+  const AttentionInputs first = generate(attention_case);
+  EXPECT_EQ(first.v, generate(attention_case).v);
+  set_default_thread_count(1);
+  EXPECT_EQ(first.v, generate(attention_case).v);
+  set_default_thread_count(0);
+  // Another seed puts them elsewhere.
+  AttentionCase reseeded = attention_case;
+  reseeded.seed += 1;
+  AttentionCase reseeded_plain = reseeded;
+  reseeded_plain.injection = {};
+  AttentionCase plain = attention_case;
+  plain.injection = {};
+  const Extent v = v_extent(problem_of(attention_case));
+  std::set<std::int64_t> here, there;
+  for (const std::int64_t position : changed_positions(generate(plain).v, first.v)) {
+    here.insert(position);
+  }
+  for (const std::int64_t position :
+       changed_positions(generate(reseeded_plain).v, generate(reseeded).v)) {
+    there.insert(position);
+  }
+  EXPECT_EQ(here.size(), 8u);
+  EXPECT_EQ(there.size(), 8u);
+  EXPECT_NE(here, there);
+  EXPECT_LT(*here.rbegin(), v.span());
+}
+
+TEST(SpecialValueInjection, NoneChangesNothing) {
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    AttentionCase attention_case = small_case(Dtype::fp16, info.distribution);
+    const AttentionInputs plain = generate(attention_case);
+    for (const SpecialValueInjection& none :
+         {SpecialValueInjection{}, SpecialValueInjection{SpecialValue::none, TensorRole::query, 5},
+          *parse_injection("none"), *parse_injection("k:none:3")}) {
+      attention_case.injection = none;
+      const AttentionInputs inputs = generate(attention_case);
+      EXPECT_EQ(inputs.q, plain.q) << info.name;
+      EXPECT_EQ(inputs.k, plain.k) << info.name;
+      EXPECT_EQ(inputs.v, plain.v) << info.name;
+    }
+  }
+}
+
+TEST(SpecialValueInjection, FormatAndParseRoundTrip) {
+  EXPECT_EQ(format_injection({}), "none");
+  EXPECT_EQ(parse_injection("none"), SpecialValueInjection{});
+  EXPECT_EQ(format_injection({SpecialValue::large, TensorRole::value, 4}), "v:large:4");
+  EXPECT_EQ(parse_injection("q:negative_zero:12"),
+            (SpecialValueInjection{SpecialValue::negative_zero, TensorRole::query, 12}));
+  for (const SpecialValueInfo& info : kSpecialValues) {
+    EXPECT_FALSE(info.what.empty()) << info.name;
+    if (info.value == SpecialValue::none) continue;
+    for (const TensorRole role : {TensorRole::query, TensorRole::key, TensorRole::value}) {
+      for (const std::int64_t count : {std::int64_t{1}, std::int64_t{8}, std::int64_t{1} << 40}) {
+        const SpecialValueInjection injection{info.value, role, count};
+        const std::string text = format_injection(injection);
+        EXPECT_EQ(parse_injection(text), injection) << text;
+        EXPECT_NE(text.find(info.name), std::string::npos) << text;
+      }
+    }
+  }
+  // A kind of none reads as none, whatever its tensor and count.
+  EXPECT_EQ(parse_injection("v:none:0"), SpecialValueInjection{});
+}
+
+TEST(SpecialValueInjection, GarbageDoesNotParse) {
+  for (const char* text : {"",
+                           "None",
+                           "v",
+                           "v:",
+                           "v:large",
+                           "v:large:",
+                           "v:large:0",
+                           "v:large:-1",
+                           "v:large:+1",
+                           "v:large:1x",
+                           "v:large: 1",
+                           " v:large:1",
+                           "v:large:1 ",
+                           "v:large:1:2",
+                           "V:large:1",
+                           "o:large:1",
+                           "x:large:1",
+                           "v:huge:1",
+                           "v::1",
+                           ":large:1",
+                           "v:Large:1",
+                           "v:large:99999999999999999999",
+                           "v:none:",
+                           "v:none:x",
+                           "none:large:1"}) {
+    EXPECT_EQ(parse_injection(text), std::nullopt) << '"' << text << '"';
+  }
 }
 
 // ---- names ----

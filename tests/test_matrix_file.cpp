@@ -52,7 +52,7 @@ std::string one_case(const std::string& case_json) {
 auto fields_of(const AttentionCase& c) {
   return std::tie(c.id, c.kernel, c.batch, c.heads, c.kv_heads, c.seq_len_q, c.seq_len_k,
                   c.head_dim, c.dtype, c.causal, c.softmax_scale, c.layout, c.row_padding, c.data,
-                  c.seed);
+                  c.seed, c.injection);
 }
 
 bool same_cases(const std::vector<AttentionCase>& a, const std::vector<AttentionCase>& b) {
@@ -477,6 +477,33 @@ TEST(MatrixFile, UnknownLayoutIsAnError) {
   const std::string message = error_of(one_case(R"({"layout": "sbhd"})"));
   EXPECT_THAT(message, HasSubstr("field /cases/0/layout"));
   EXPECT_THAT(message, HasSubstr("unknown layout \"sbhd\""));
+}
+
+TEST(MatrixFile, InjectSetsTheCasesSpecialValueInjection) {
+  const CaseMatrix matrix = parse(R"({"name": "m", "defaults": {"inject": "q:subnormal:2"},
+      "cases": [{}, {"inject": "v:large:4"}, {"inject": ["none", "k:negative_zero:1"]}]})");
+  ASSERT_EQ(matrix.cases.size(), 4u);
+  EXPECT_EQ(matrix.cases[0].injection,
+            (SpecialValueInjection{SpecialValue::subnormal, TensorRole::query, 2}));
+  EXPECT_EQ(matrix.cases[1].injection,
+            (SpecialValueInjection{SpecialValue::large, TensorRole::value, 4}));
+  EXPECT_EQ(matrix.cases[2].injection, SpecialValueInjection{});
+  EXPECT_EQ(matrix.cases[3].injection,
+            (SpecialValueInjection{SpecialValue::negative_zero, TensorRole::key, 1}));
+  // Without the key, nothing is injected.
+  EXPECT_EQ(parse(one_case("{}")).cases[0].injection, SpecialValueInjection{});
+}
+
+TEST(MatrixFile, MalformedInjectIsAnErrorNamingTheField) {
+  for (const char* value : {R"("v:huge:4")", R"("v:large:0")", R"("v:large")", R"("")"}) {
+    const std::string message = error_of(one_case(std::string(R"({"inject": )") + value + "}"));
+    EXPECT_THAT(message, HasSubstr("field /cases/0/inject")) << value;
+    EXPECT_THAT(message, HasSubstr("invalid injection")) << value;
+    EXPECT_THAT(message, HasSubstr("<q|k|v>:<kind>:<count>")) << value;
+  }
+  EXPECT_THAT(error_of(one_case(R"({"inject": 4})")), HasSubstr("field /cases/0/inject"));
+  EXPECT_THAT(error_of(R"({"name": "m", "defaults": {"inject": "x:zero:1"}, "cases": [{}]})"),
+              HasSubstr("field /defaults/inject"));
 }
 
 TEST(MatrixFile, KernelThatIsNotAStringIsAnError) {

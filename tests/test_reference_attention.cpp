@@ -150,7 +150,7 @@ NaiveAttention naive_attention(const AttentionProblem& problem, const AttentionI
 
 RC_GTEST_PROP(ReferenceAttention, AgreesWithANaiveTripleLoopToFloat64Precision, ()) {
   const AttentionCase attention_case =
-      *testing::small_case({.max_seq_len = 80, .distributions = {}});
+      *testing::small_case({.max_seq_len = 80, .distributions = {}, .injections = true});
   const AttentionProblem problem = problem_of(attention_case);
   const AttentionInputs inputs = generate_inputs(problem, attention_case.data, attention_case.seed);
   const ReferenceAttention reference =

@@ -175,7 +175,8 @@ TEST(ReportJson, CaseConfigKeepsTheEarlierHarnessFieldNames) {
   EXPECT_DOUBLE_EQ(config.at("softmax_scale").get<double>(), 0.25);
   EXPECT_EQ(config.at("data"), "large_scores");
   EXPECT_EQ(config.at("seed").get<std::uint64_t>(), 0xFFFF'FFFF'FFFF'FFF0ull);
-  EXPECT_EQ(config.size(), 14u);
+  EXPECT_EQ(config.at("inject"), "none");
+  EXPECT_EQ(config.size(), 15u);
 }
 
 TEST(ReportJson, DefaultSoftmaxScaleIsReportedAsOneOverSqrtHeadDim) {

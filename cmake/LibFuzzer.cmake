@@ -1,0 +1,22 @@
+# The libFuzzer binary needs clang (-fsanitize=fuzzer), while the main build may use g++. When
+# clang++ is on the machine, a nested build of this same source tree with clang and
+# ATTNFUZZ_LIBFUZZER=ON builds build/libfuzzer/fuzz_attention_libfuzzer as part of every build.
+find_program(ATTNFUZZ_CLANGXX NAMES clang++ clang++-14)
+if(NOT ATTNFUZZ_CLANGXX)
+  message(NOTICE "attnfuzz: clang++ not found: the libFuzzer target is left out")
+  return()
+endif()
+include(ExternalProject)
+ExternalProject_Add(libfuzzer_build
+  SOURCE_DIR ${PROJECT_SOURCE_DIR}
+  BINARY_DIR ${PROJECT_BINARY_DIR}/libfuzzer
+  CMAKE_GENERATOR ${CMAKE_GENERATOR}
+  CMAKE_ARGS
+    -DCMAKE_CXX_COMPILER=${ATTNFUZZ_CLANGXX}
+    -DCMAKE_BUILD_TYPE=Release
+    -DATTNFUZZ_LIBFUZZER=ON
+    -DATTNFUZZ_WERROR=${ATTNFUZZ_WERROR}
+  BUILD_ALWAYS ON
+  INSTALL_COMMAND ""
+  USES_TERMINAL_BUILD ON)
+set(ATTNFUZZ_LIBFUZZER_BINARY ${PROJECT_BINARY_DIR}/libfuzzer/fuzz_attention_libfuzzer)

@@ -1,0 +1,118 @@
+// RapidCheck generators of attention cases over the whole valid space, weighted toward the edges:
+// sequence lengths 1, tile - 1, tile, tile + 1 (tiles of 64), seq_len_q != seq_len_k, every
+// supported head dim, GQA ratios, every dtype, layout, distribution and special value (one case
+// in four). They shrink toward the smallest shape and the simplest data (normal, no injection).
+// Used by the property engine (fuzz_attention --properties) and by the unit tests.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <ostream>
+#include <vector>
+
+#include "fuzz/attention_case.h"
+
+namespace attnfuzz {
+
+// How RapidCheck prints a case (found by argument-dependent lookup).
+inline void showValue(const AttentionCase& attention_case, std::ostream& out) {
+  out << describe_case(attention_case);
+}
+
+// A whole number uniform in [min, max) at every size, shrinking toward min. (RapidCheck's
+// gen::inRange narrows the range while the size is small, which starves preconditions.)
+template <typename Value>
+rc::Gen<Value> uniform(Value min, Value max) {
+  return rc::Gen<Value>([min, max](const rc::Random& random, int) {
+    const auto span = static_cast<std::uint64_t>(max - min);
+    const Value value =
+        static_cast<Value>(min + static_cast<Value>(rc::Random(random).next() % span));
+    return rc::shrinkable::shrinkRecur(
+        value, [min](Value x) { return rc::shrink::towards<Value>(x, min); });
+  });
+}
+
+// One of `values`, uniformly at every size, shrinking toward the first. (RapidCheck's
+// gen::element never shrinks.)
+template <typename Value>
+rc::Gen<Value> choice(std::vector<Value> values) {
+  const std::size_t count = values.size();
+  return rc::gen::map(uniform<std::size_t>(0, count),
+                      [values = std::move(values)](std::size_t index) { return values[index]; });
+}
+
+inline rc::Gen<std::int64_t> sequence_length(std::int64_t max_length) {
+  return rc::gen::weightedOneOf<std::int64_t>({
+      {3, uniform<std::int64_t>(1, max_length + 1)},
+      {2, choice<std::int64_t>({1, 2, 63, 64, 65, 127, 128, 129})},
+  });
+}
+
+struct CaseLimits {
+  std::int64_t max_seq_len = 200;
+  std::vector<DataDistribution> distributions;  // empty: every distribution
+  bool injections = true;                       // false: never inject special values
+};
+
+// No injection 3 times in 4; otherwise 1 to 8 elements of one tensor set to one kind. Shrinks
+// toward no injection.
+inline rc::Gen<SpecialValueInjection> special_value_injection() {
+  std::vector<SpecialValue> kinds;
+  for (const SpecialValueInfo& info : kSpecialValues) {
+    if (info.value != SpecialValue::none) kinds.push_back(info.value);
+  }
+  const auto injected = rc::gen::map(
+      rc::gen::tuple(choice(std::move(kinds)),
+                     choice<TensorRole>({TensorRole::value, TensorRole::query, TensorRole::key}),
+                     uniform<std::int64_t>(1, 9)),
+      [](const auto& parts) {
+        const auto& [kind, tensor, count] = parts;
+        return SpecialValueInjection{kind, tensor, count};
+      });
+  return rc::gen::map(rc::gen::pair(uniform(0, 4), injected), [](const auto& drawn) {
+    return drawn.first < 3 ? SpecialValueInjection{} : drawn.second;
+  });
+}
+
+// Independent choices combined with gen::tuple, so that RapidCheck shrinks every one of them
+// (toward batch 1, one head, short sequences, head_dim 64, fp16, bshd, normal data, seed 0).
+inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
+  std::vector<DataDistribution> distributions = limits.distributions;
+  if (distributions.empty()) {
+    for (const DataDistributionInfo& info : kDataDistributions) {
+      distributions.push_back(info.distribution);
+    }
+  }
+  const auto shape = rc::gen::tuple(
+      rc::gen::inRange<std::int64_t>(1, 3),                 // batch
+      choice<std::int64_t>({1, 2, 3}),                      // kv_heads
+      choice<std::int64_t>({1, 2, 3}),                      // query heads per kv head
+      sequence_length(limits.max_seq_len),                  // seq_len_q
+      rc::gen::maybe(sequence_length(limits.max_seq_len)),  // seq_len_k (nothing: = seq_len_q)
+      choice<std::int64_t>({64, 32, 96, 128, 256}));        // head_dim
+  const auto numerics_and_data = rc::gen::tuple(
+      choice<Dtype>({Dtype::fp16, Dtype::bf16}), choice<bool>({false, true}),  // dtype, causal
+      choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
+      choice(std::move(distributions)), uniform<std::uint64_t>(0, std::uint64_t{1} << 32));
+  return rc::gen::map(rc::gen::pair(shape, numerics_and_data), [](const auto& choices) {
+    const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = choices.first;
+    const auto& [dtype, causal, layout, row_padding, data, seed] = choices.second;
+    AttentionCase attention_case;
+    attention_case.id = "generated";
+    attention_case.batch = batch;
+    attention_case.kv_heads = kv_heads;
+    attention_case.heads = kv_heads * group;
+    attention_case.seq_len_q = seq_len_q;
+    attention_case.seq_len_k = seq_len_k ? *seq_len_k : seq_len_q;
+    attention_case.head_dim = head_dim;
+    attention_case.dtype = dtype;
+    attention_case.causal = causal;
+    attention_case.layout = layout;
+    attention_case.row_padding = row_padding;
+    attention_case.data = data;
+    attention_case.seed = seed;
+    return attention_case;
+  });
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,66 @@
+#include "fuzz/fuzz_counters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+
+namespace attnfuzz {
+namespace {
+
+// Counter layout: [feature group offset + value]. Groups are sized by the largest value + 1.
+enum CounterGroup : int {
+  kQueryTail = 0,       // 4: seq_len_q % 64 is 0, 1, 63, other
+  kKeyTail = 4,         // 4: seq_len_k % 64
+  kDiagonal = 8,        // 6: (causal, seq_len_q <, =, > seq_len_k)
+  kGroupRatio = 14,     // 5: heads / kv_heads 1, 2, 3-4, 5+, and MQA (kv_heads 1 < heads)
+  kHeadDim = 19,        // 8: by value bucket
+  kDtype = 27,          // 2
+  kLayout = 29,         // 4: (bhsd, padded)
+  kDistribution = 33,   // 8
+  kInjection = 41,      // 8: special value kind
+  kErrorExponent = 49,  // 34: binary exponent of error_ratio from -24 to 8, and zero
+  kCounterCount = 83,
+};
+
+#if defined(__linux__)
+__attribute__((used, section("__libfuzzer_extra_counters")))
+#endif
+std::uint8_t counters[kCounterCount];
+
+void mark(int index) {
+  counters[index] = 1;
+}
+
+int tail_class(std::int64_t length) {
+  const std::int64_t tail = length % 64;
+  return tail == 0 ? 0 : tail == 1 ? 1 : tail == 63 ? 2 : 3;
+}
+
+}  // namespace
+
+void mark_shape_counters(const AttentionCase& c) {
+  mark(kQueryTail + tail_class(c.seq_len_q));
+  mark(kKeyTail + tail_class(c.seq_len_k));
+  const int relation = c.seq_len_q < c.seq_len_k ? 0 : c.seq_len_q == c.seq_len_k ? 1 : 2;
+  mark(kDiagonal + (c.causal ? 3 : 0) + relation);
+  const std::int64_t group = c.heads / c.kv_heads;
+  mark(kGroupRatio + (group == 1 ? 0 : group == 2 ? 1 : group <= 4 ? 2 : 3));
+  if (c.kv_heads == 1 && c.heads > 1) mark(kGroupRatio + 4);
+  mark(kHeadDim + static_cast<int>(std::min<std::int64_t>(c.head_dim / 32, 7)));
+  mark(kDtype + static_cast<int>(c.dtype));
+  mark(kLayout + (c.layout == Layout::bhsd ? 2 : 0) + (c.row_padding > 0 ? 1 : 0));
+  mark(kDistribution + static_cast<int>(c.data) % 8);
+  mark(kInjection + static_cast<int>(c.injection.value) % 8);
+}
+
+void mark_error_counter(double error_ratio) {
+  if (!(error_ratio > 0.0)) {
+    mark(kErrorExponent);
+    return;
+  }
+  const int exponent = std::isfinite(error_ratio) ? std::ilogb(error_ratio) : 8;
+  mark(kErrorExponent + 1 + std::clamp(exponent, -24, 8) + 24);
+}
+
+}  // namespace attnfuzz

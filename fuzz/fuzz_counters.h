@@ -1,0 +1,18 @@
+// libFuzzer's extra counters for attention cases: one byte per feature, in the section libFuzzer
+// reads after every run (and clears before the next). A case that sets a counter no earlier input
+// set is new coverage, so the corpus grows toward every shape class and every error magnitude.
+#pragma once
+
+#include "fuzz/attention_case.h"
+
+namespace attnfuzz {
+
+// Shape classes: tail of seq_len_q and seq_len_k against the 64-row tiles, where the causal
+// diagonal falls (seq_len_q <, = or > seq_len_k), GQA ratio, head dim, dtype, layout, padding,
+// distribution, injected special value.
+void mark_shape_counters(const AttentionCase& attention_case);
+
+// Error magnitude: error_ratio quantised to its binary exponent, from 2^-24 to 2^8 and beyond.
+void mark_error_counter(double error_ratio);
+
+}  // namespace attnfuzz

@@ -1,0 +1,89 @@
+// The coverage-guided engine: libFuzzer's entry points over the shared case model.
+//
+// Each input is a binary case (fuzz/case_codec.h). The case runs on the kernel under test against
+// the float64 oracle; a failing case is printed as JSON with a replay command, then the process
+// aborts so that libFuzzer writes the crash file. Beside the instrumented code's own coverage,
+// extra counters (libFuzzer's __libfuzzer_extra_counters) mark which shape classes a case hit and
+// how large its error was relative to the tolerance, so the fuzzer keeps inputs that reach new
+// tail tiles, diagonal positions, GQA ratios and head dims, and climbs toward larger errors.
+//
+//   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--plant=NAME] [CORPUS_DIR...]
+// The kernel and plant come from those flags (libFuzzer ignores flags that start with "--") or
+// from ATTNFUZZ_KERNEL / ATTNFUZZ_PLANT.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "fuzz/case_codec.h"
+#include "fuzz/case_runner.h"
+#include "fuzz/fuzz_counters.h"
+#include "kernels/planted_bug.h"
+
+namespace attnfuzz {
+namespace {
+
+// Cases above this many score-times-dim products are left to the matrix runs: the fuzzer wants
+// many small, fast cases (about a millisecond each).
+constexpr std::int64_t kMaxFuzzWork = std::int64_t{1} << 24;
+
+RunSettings& settings() {
+  static RunSettings instance;
+  return instance;
+}
+
+void take_setting(const char* name, const std::string& value) {
+  if (std::strcmp(name, "kernel") == 0) settings().kernel = value;
+  if (std::strcmp(name, "plant") == 0) {
+    const std::optional<PlantedBug> plant = parse_planted_bug(value);
+    if (!plant) {
+      std::fprintf(stderr, "fuzz_attention_libfuzzer: unknown planted bug '%s'\n", value.c_str());
+      std::exit(3);
+    }
+    settings().plant = *plant;
+  }
+}
+
+}  // namespace
+}  // namespace attnfuzz
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  using namespace attnfuzz;
+  settings().backend = Backend::cpu;
+  if (const char* kernel = std::getenv("ATTNFUZZ_KERNEL")) take_setting("kernel", kernel);
+  if (const char* plant = std::getenv("ATTNFUZZ_PLANT")) take_setting("plant", plant);
+  for (int index = 1; index < *argc; ++index) {
+    const std::string argument = (*argv)[index];
+    for (const char* name : {"kernel", "plant"}) {
+      const std::string prefix = std::string("--") + name + "=";
+      if (argument.rfind(prefix, 0) == 0) take_setting(name, argument.substr(prefix.size()));
+    }
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace attnfuzz;
+  std::optional<AttentionCase> attention_case = decode_case({data, size});
+  if (!attention_case) return -1;  // not a case: keep it out of the corpus
+  const std::int64_t work = attention_case->batch * attention_case->heads *
+                            attention_case->seq_len_q * attention_case->seq_len_k *
+                            attention_case->head_dim;
+  if (work > kMaxFuzzWork) return -1;
+  attention_case->id = "fuzz";
+  const CaseRunner runner(settings());
+  mark_shape_counters(*attention_case);
+  const CaseResult result = runner.run(*attention_case);
+  if (result.ran) mark_error_counter(result.comparison.error_ratio);
+  if (result.status != CaseStatus::fail) return 0;
+
+  std::cerr << "\n==== attnfuzz: kernel " << result.kernel_name << " failed ====\n"
+            << "case: " << case_keys_to_json(*attention_case).dump() << "\n"
+            << "reason: " << result.reason << "\n"
+            << "replay: fuzz_attention --replay <this crash file> --kernel " << result.kernel_name
+            << (result.plant != "none" ? " --plant " + result.plant : std::string()) << "\n";
+  std::abort();
+}

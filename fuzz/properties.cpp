@@ -1,0 +1,489 @@
+// The properties (see properties.h) and the RapidCheck loop that searches for a counterexample
+// within a wall-clock budget. Metamorphic properties run the kernel under test twice, on inputs
+// that must give equal outputs, and compare either bitwise (when the two runs do exactly the same
+// arithmetic) or within twice the oracle-free bound (when rounding may differ).
+#include "fuzz/properties.h"
+
+#include <rapidcheck.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <ostream>
+#include <sstream>
+
+#include "fuzz/case_codec.h"
+#include "fuzz/case_generator.h"
+#include "fuzz/report_writers.h"
+#include "oracle/tolerance.h"
+
+namespace attnfuzz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The output of one kernel run, or what went wrong.
+struct KernelOutput {
+  std::vector<std::uint16_t> elements;  // the output buffer's span
+  std::string error;                    // kernel error or out-of-bounds write
+};
+
+KernelOutput execute(const AttentionKernel& kernel, const AttentionProblem& problem,
+                     const AttentionInputs& inputs, PlantedBug plant) {
+  GuardedOutput output(problem);
+  KernelOutput result;
+  result.error = run_kernel(kernel, problem, inputs, plant, output);
+  if (result.error.empty()) {
+    if (const std::optional<std::string> stray = output.find_stray_write()) result.error = *stray;
+  }
+  result.elements.assign(output.data(), output.data() + output.span());
+  return result;
+}
+
+std::int64_t output_offset(const AttentionProblem& problem, std::int64_t b, std::int64_t h,
+                           std::int64_t i, std::int64_t d) {
+  return b * problem.o_strides.batch + i * problem.o_strides.seq + h * problem.o_strides.head + d;
+}
+
+std::string element_name(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d) {
+  std::ostringstream text;
+  text << "element (b=" << b << ", h=" << h << ", i=" << i << ", d=" << d << ")";
+  return text.str();
+}
+
+// Compares two outputs element by element where `compared(b, h, i)` says so. `allowed` gives the
+// permitted difference (nullptr: bitwise equality).
+using RowFilter = std::function<bool(std::int64_t, std::int64_t, std::int64_t)>;
+using AllowedDifference =
+    std::function<double(std::int64_t, std::int64_t, std::int64_t, std::int64_t, double)>;
+
+std::optional<std::string> compare_outputs(const AttentionProblem& problem,
+                                           const KernelOutput& first, const KernelOutput& second,
+                                           const std::string& what, const RowFilter& compared,
+                                           const AllowedDifference& allowed) {
+  if (!first.error.empty()) return first.error;
+  if (!second.error.empty()) return second.error + " (" + what + ")";
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+        if (compared && !compared(b, h, i)) continue;
+        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+          const std::int64_t offset = output_offset(problem, b, h, i, d);
+          const std::uint16_t bits_a = first.elements[offset], bits_b = second.elements[offset];
+          if (bits_a == bits_b) continue;
+          const double a = dtype_to_float(bits_a, problem.dtype);
+          const double b_value = dtype_to_float(bits_b, problem.dtype);
+          std::ostringstream text;
+          text.precision(6);
+          if (allowed) {
+            const double limit = allowed(b, h, i, d, std::max(std::fabs(a), std::fabs(b_value)));
+            if (std::fabs(a - b_value) <= limit) continue;  // false for NaN: NaN always fails
+            text << element_name(b, h, i, d) << " is " << a << " but " << b_value << " " << what
+                 << " (allowed difference " << limit << ")";
+          } else {
+            text << element_name(b, h, i, d) << " is " << a << " but " << b_value << " " << what
+                 << " (must be bitwise equal)";
+          }
+          return text.str();
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Twice the oracle-free bound of either input set: each output is within its bound of the truth.
+AllowedDifference within_bounds(const OracleFreeBound& first, const OracleFreeBound& second) {
+  return [&first, &second](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d,
+                           double magnitude) {
+    return first.allowed(b, h, i, d, magnitude) + second.allowed(b, h, i, d, magnitude);
+  };
+}
+
+AttentionTensors input_tensors(const AttentionInputs& inputs) {
+  return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+}
+
+// Visits every key/value row: fn(batch, kv head, key index, k offset, v offset).
+template <typename Visit>
+void for_each_key_row(const AttentionProblem& problem, Visit visit) {
+  for (std::int64_t b = 0; b < problem.batch; ++b)
+    for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv)
+      for (std::int64_t j = 0; j < problem.seq_len_k; ++j)
+        visit(
+            b, kv, j,
+            b * problem.k_strides.batch + j * problem.k_strides.seq + kv * problem.k_strides.head,
+            b * problem.v_strides.batch + j * problem.v_strides.seq + kv * problem.v_strides.head);
+}
+
+std::uint64_t mix(std::uint64_t value) {
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
+  return value ^ (value >> 31);
+}
+
+// Everything a metamorphic check needs: the kernel, the problem and the case's own inputs.
+struct Subject {
+  const AttentionKernel* kernel = nullptr;
+  AttentionProblem problem;
+  AttentionInputs inputs;
+  PlantedBug plant = PlantedBug::none;
+
+  KernelOutput run(const AttentionInputs& on) const { return execute(*kernel, problem, on, plant); }
+  KernelOutput run() const { return run(inputs); }
+};
+
+std::optional<std::string> check_permutation(const Subject& subject) {
+  const AttentionProblem& problem = subject.problem;
+  if (problem.causal) return std::nullopt;
+  AttentionInputs permuted = subject.inputs;  // key j takes the place of key seq_len_k - 1 - j
+  const std::int64_t dim = problem.head_dim;
+  for_each_key_row(problem, [&](std::int64_t b, std::int64_t kv, std::int64_t j, std::int64_t k_at,
+                                std::int64_t v_at) {
+    const std::int64_t mirror = problem.seq_len_k - 1 - j;
+    const std::int64_t k_from =
+        b * problem.k_strides.batch + mirror * problem.k_strides.seq + kv * problem.k_strides.head;
+    const std::int64_t v_from =
+        b * problem.v_strides.batch + mirror * problem.v_strides.seq + kv * problem.v_strides.head;
+    std::copy_n(&subject.inputs.k[k_from], dim, &permuted.k[k_at]);
+    std::copy_n(&subject.inputs.v[v_from], dim, &permuted.v[v_at]);
+  });
+  const OracleFreeBound bound(problem, input_tensors(subject.inputs));
+  return compare_outputs(problem, subject.run(), subject.run(permuted),
+                         "after reversing the order of the keys", nullptr,
+                         within_bounds(bound, bound));
+}
+
+std::optional<std::string> check_key_shift(const Subject& subject, std::uint64_t seed) {
+  // Small integers plus a shift in [-2, 2] stay exact in fp16/bf16; every score of a row moves by
+  // the same scale * q . shift, which the softmax cancels.
+  const AttentionProblem& problem = subject.problem;
+  AttentionInputs shifted = subject.inputs;
+  for_each_key_row(
+      problem, [&](std::int64_t b, std::int64_t kv, std::int64_t, std::int64_t k_at, std::int64_t) {
+        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+          const std::uint64_t draw =
+              mix(seed ^ mix(static_cast<std::uint64_t>((b * problem.kv_heads + kv) * 4096 + d)));
+          const float shift = static_cast<float>(static_cast<int>(draw % 5) - 2);
+          const float value = dtype_to_float(shifted.k[k_at + d], problem.dtype) + shift;
+          shifted.k[k_at + d] = float_to_dtype(value, problem.dtype);
+        }
+      });
+  const OracleFreeBound first(problem, input_tensors(subject.inputs));
+  const OracleFreeBound second(problem, input_tensors(shifted));
+  return compare_outputs(problem, subject.run(), subject.run(shifted),
+                         "after adding one vector to every key of its head", nullptr,
+                         within_bounds(first, second));
+}
+
+std::optional<std::string> check_independence(const Subject& subject, const AttentionCase& c) {
+  // Change Q of (batch 0, head 0) and K, V of the last (batch, kv head): every other output must
+  // stay bitwise the same.
+  const AttentionProblem& problem = subject.problem;
+  AttentionCase other_seed = c;
+  other_seed.seed = c.seed ^ 0x5A5A5A5A5A5A5A5Aull;
+  const AttentionInputs other =
+      generate_inputs(problem, other_seed.data, other_seed.seed, other_seed.injection);
+  AttentionInputs changed = subject.inputs;
+  for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+    const std::int64_t at = i * problem.q_strides.seq;
+    std::copy_n(&other.q[at], problem.head_dim, &changed.q[at]);
+  }
+  const std::int64_t last_batch = problem.batch - 1, last_kv = problem.kv_heads - 1;
+  for_each_key_row(problem, [&](std::int64_t b, std::int64_t kv, std::int64_t, std::int64_t k_at,
+                                std::int64_t v_at) {
+    if (b != last_batch || kv != last_kv) return;
+    std::copy_n(&other.k[k_at], problem.head_dim, &changed.k[k_at]);
+    std::copy_n(&other.v[v_at], problem.head_dim, &changed.v[v_at]);
+  });
+  const RowFilter untouched = [&](std::int64_t b, std::int64_t h, std::int64_t) {
+    const bool query_changed = b == 0 && h == 0;
+    const bool keys_changed = b == last_batch && h / problem.group_size() == last_kv;
+    return !query_changed && !keys_changed;
+  };
+  return compare_outputs(problem, subject.run(), subject.run(changed),
+                         "after changing only another batch's or head's data", untouched, nullptr);
+}
+
+std::optional<std::string> check_gqa(const Subject& subject, const AttentionCase& c) {
+  if (c.kv_heads == c.heads) return std::nullopt;
+  AttentionCase mha_case = c;
+  mha_case.kv_heads = c.heads;
+  const AttentionProblem mha = problem_of(mha_case);
+  const AttentionProblem& gqa = subject.problem;
+  // Inputs of the MHA problem: Q as is, K/V head h = the GQA problem's kv head h / group.
+  AttentionInputs repeated = generate_inputs(mha, c.data, c.seed, {});
+  repeated.q = subject.inputs.q;
+  for (std::int64_t b = 0; b < gqa.batch; ++b)
+    for (std::int64_t h = 0; h < gqa.heads; ++h)
+      for (std::int64_t j = 0; j < gqa.seq_len_k; ++j) {
+        const std::int64_t kv = h / gqa.group_size();
+        std::copy_n(
+            &subject.inputs
+                 .k[b * gqa.k_strides.batch + j * gqa.k_strides.seq + kv * gqa.k_strides.head],
+            gqa.head_dim,
+            &repeated.k[b * mha.k_strides.batch + j * mha.k_strides.seq + h * mha.k_strides.head]);
+        std::copy_n(
+            &subject.inputs
+                 .v[b * gqa.v_strides.batch + j * gqa.v_strides.seq + kv * gqa.v_strides.head],
+            gqa.head_dim,
+            &repeated.v[b * mha.v_strides.batch + j * mha.v_strides.seq + h * mha.v_strides.head]);
+      }
+  return compare_outputs(gqa, subject.run(), execute(*subject.kernel, mha, repeated, subject.plant),
+                         "in the same problem as MHA with repeated key/value heads", nullptr,
+                         nullptr);
+}
+
+std::optional<std::string> check_causal_future(const Subject& subject, const AttentionCase& c) {
+  const AttentionProblem& problem = subject.problem;
+  if (!problem.causal || problem.seq_len_k < 2) return std::nullopt;
+  // Keys from `first_changed` on get other values; rows that cannot see them must not move.
+  const std::int64_t first_changed =
+      1 +
+      static_cast<std::int64_t>(mix(c.seed) % static_cast<std::uint64_t>(problem.seq_len_k - 1));
+  const AttentionInputs other = generate_inputs(problem, c.data, c.seed + 1, c.injection);
+  AttentionInputs changed = subject.inputs;
+  for_each_key_row(problem, [&](std::int64_t, std::int64_t, std::int64_t j, std::int64_t k_at,
+                                std::int64_t v_at) {
+    if (j < first_changed) return;
+    std::copy_n(&other.k[k_at], problem.head_dim, &changed.k[k_at]);
+    std::copy_n(&other.v[v_at], problem.head_dim, &changed.v[v_at]);
+  });
+  const RowFilter blind = [&](std::int64_t, std::int64_t, std::int64_t i) {
+    return problem.last_visible_key(i) < first_changed;
+  };
+  return compare_outputs(problem, subject.run(), subject.run(changed),
+                         "after changing keys from " + std::to_string(first_changed) +
+                             " on, which the row must not see",
+                         blind, nullptr);
+}
+
+std::optional<std::string> check_value_scaling(const Subject& subject) {
+  // V doubled is exact for data without outliers; P is unchanged, every product and sum doubles
+  // exactly, and rounding commutes with doubling for outputs in the normal range.
+  const AttentionProblem& problem = subject.problem;
+  AttentionInputs doubled = subject.inputs;
+  for_each_key_row(
+      problem, [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t v_at) {
+        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+          doubled.v[v_at + d] = float_to_dtype(
+              2.0f * dtype_to_float(doubled.v[v_at + d], problem.dtype), problem.dtype);
+        }
+      });
+  const KernelOutput first = subject.run();
+  KernelOutput second = subject.run(doubled);
+  if (!first.error.empty() || !second.error.empty()) {
+    return first.error.empty() ? second.error : first.error;
+  }
+  // Halve the second output, except where halving or the doubled run left the normal range.
+  const double smallest_normal =
+      traits_of(problem.dtype).min_subnormal *
+      static_cast<double>(1ull << (traits_of(problem.dtype).significand_bits - 1));
+  for (std::uint16_t& bits : second.elements) {
+    const float value = dtype_to_float(bits, problem.dtype);
+    if (std::isfinite(value) && std::fabs(value) >= 2.0 * smallest_normal) {
+      bits = float_to_dtype(value * 0.5f, problem.dtype);
+    } else if (std::isfinite(value)) {
+      bits = first.elements[&bits - second.elements.data()];  // outside the exact range: skip
+    }
+  }
+  return compare_outputs(problem, first, second, "halved, after doubling V", nullptr, nullptr);
+}
+
+std::optional<std::string> check_determinism(const Subject& subject) {
+  return compare_outputs(subject.problem, subject.run(), subject.run(), "on a second run", nullptr,
+                         nullptr);
+}
+
+std::optional<std::string> check_padding(const Subject& subject) {
+  // The generated inputs hold NaN in row padding and in a tail past each tensor's end; the same
+  // inputs with zeros there must give the same output.
+  const AttentionProblem& problem = subject.problem;
+  AttentionInputs zeroed = subject.inputs;
+  auto zero_outside = [&](std::vector<std::uint16_t>& buffer, const TensorStrides& strides,
+                          std::int64_t seq_len, std::int64_t heads) {
+    std::vector<bool> inside(buffer.size(), false);
+    for (std::int64_t b = 0; b < problem.batch; ++b)
+      for (std::int64_t s = 0; s < seq_len; ++s)
+        for (std::int64_t h = 0; h < heads; ++h)
+          for (std::int64_t d = 0; d < problem.head_dim; ++d)
+            inside[b * strides.batch + s * strides.seq + h * strides.head + d] = true;
+    for (std::size_t at = 0; at < buffer.size(); ++at) {
+      if (!inside[at]) buffer[at] = 0;
+    }
+  };
+  zero_outside(zeroed.q, problem.q_strides, problem.seq_len_q, problem.heads);
+  zero_outside(zeroed.k, problem.k_strides, problem.seq_len_k, problem.kv_heads);
+  zero_outside(zeroed.v, problem.v_strides, problem.seq_len_k, problem.kv_heads);
+  return compare_outputs(problem, subject.run(zeroed), subject.run(),
+                         "with NaN instead of zeros in the inputs' padding and tails", nullptr,
+                         nullptr);
+}
+
+// The cases a property draws from: the general generator, adjusted so the property applies.
+rc::Gen<AttentionCase> generator_for(Property property) {
+  return rc::gen::map(small_case({.max_seq_len = 256, .distributions = {}, .injections = true}),
+                      [property](AttentionCase c) {
+                        switch (property) {
+                          case Property::key_value_permutation:
+                            c.causal = false;
+                            break;
+                          case Property::key_shift:
+                            c.data = DataDistribution::small_integers;
+                            c.injection = {};
+                            break;
+                          case Property::gqa_equals_mha:
+                            c.heads = c.kv_heads * std::max<std::int64_t>(2, c.heads / c.kv_heads);
+                            break;
+                          case Property::causal_future_independence:
+                            c.causal = true;
+                            break;
+                          case Property::value_scaling:
+                            if (c.data == DataDistribution::value_outliers) {
+                              c.data = DataDistribution::normal;
+                            }
+                            if (c.injection.tensor == TensorRole::value) c.injection = {};
+                            break;
+                          case Property::padding_nan_independence:
+                            c.row_padding = std::max<std::int64_t>(c.row_padding, 1);
+                            break;
+                          default:
+                            break;
+                        }
+                        return c;
+                      });
+}
+
+std::string save_regression(const std::filesystem::path& folder, Property property,
+                            const AttentionCase& minimal, const std::string& kernel) {
+  std::filesystem::create_directories(folder);
+  const std::string text = case_to_matrix_text(minimal, "regression");
+  const std::uint64_t digest = mix(std::hash<std::string>{}(text));
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(digest));
+  const std::filesystem::path path =
+      folder / (std::string(kProperties[static_cast<int>(property)].name) + "-" + kernel + "-" +
+                std::string(suffix, 8) + ".json");
+  write_file_atomically(path, text);
+  return path.string();
+}
+
+}  // namespace
+
+std::optional<Property> parse_property(std::string_view name) {
+  for (const PropertyInfo& info : kProperties) {
+    if (info.name == name) return info.property;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_property(Property property, const AttentionCase& attention_case,
+                                          const RunSettings& settings) {
+  const CaseRunner runner(settings);
+  if (property == Property::matches_oracle) {
+    const CaseResult result = runner.run(attention_case);
+    if (result.status == CaseStatus::fail) return result.reason;
+    return std::nullopt;
+  }
+  const KernelChoice choice = runner.choose_kernel(attention_case);
+  if (choice.kernel == nullptr) return std::nullopt;  // cannot run here: nothing to check
+  Subject subject;
+  subject.kernel = choice.kernel;
+  subject.problem = problem_of(attention_case);
+  subject.inputs = generate_inputs(subject.problem, attention_case.data, attention_case.seed,
+                                   attention_case.injection);
+  subject.plant = settings.plant;
+  switch (property) {
+    case Property::key_value_permutation:
+      return check_permutation(subject);
+    case Property::key_shift:
+      return check_key_shift(subject, attention_case.seed);
+    case Property::batch_head_independence:
+      return check_independence(subject, attention_case);
+    case Property::gqa_equals_mha:
+      return check_gqa(subject, attention_case);
+    case Property::causal_future_independence:
+      return check_causal_future(subject, attention_case);
+    case Property::value_scaling:
+      return check_value_scaling(subject);
+    case Property::determinism:
+      return check_determinism(subject);
+    case Property::padding_nan_independence:
+      return check_padding(subject);
+    case Property::matches_oracle:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, std::ostream& log) {
+  std::vector<Property> selected = settings.properties;
+  if (selected.empty()) {
+    for (const PropertyInfo& info : kProperties) selected.push_back(info.property);
+  }
+  std::vector<PropertyOutcome> outcomes;
+  for (Property property : selected) {
+    PropertyOutcome outcome;
+    outcome.property = property;
+    outcomes.push_back(std::move(outcome));
+  }
+  const Clock::time_point started = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  const std::string kernel = CaseRunner(settings.run).kernel_for(AttentionCase{});
+
+  for (std::uint64_t round = 0; elapsed() < settings.budget_seconds; ++round) {
+    bool any_open = false;
+    for (PropertyOutcome& outcome : outcomes) {
+      if (outcome.minimal_case || elapsed() >= settings.budget_seconds) continue;
+      any_open = true;
+      const Clock::time_point round_started = Clock::now();
+      std::optional<AttentionCase> last_failing;
+      std::string last_message;
+      int tests = 0;
+      rc::detail::TestParams params;
+      params.seed = mix(settings.seed + round * 0x9E3779B97F4A7C15ull +
+                        static_cast<std::uint64_t>(outcome.property));
+      params.maxSuccess = settings.tests_per_round;
+      params.maxSize = 100;
+      const auto result = rc::detail::checkTestable(
+          [&] {
+            const AttentionCase attention_case = *generator_for(outcome.property);
+            ++tests;
+            const std::optional<std::string> failure =
+                check_property(outcome.property, attention_case, settings.run);
+            if (failure) {
+              last_failing = attention_case;  // shrinking keeps the last failing case it tried
+              last_message = *failure;
+              RC_FAIL(*failure);
+            }
+          },
+          rc::detail::TestMetadata{}, params);
+      outcome.tests += tests;
+      outcome.seconds += std::chrono::duration<double>(Clock::now() - round_started).count();
+      if (!result.template is<rc::detail::FailureResult>() || !last_failing) continue;
+
+      outcome.seconds_to_failure = elapsed();
+      last_failing->id = "minimal";
+      outcome.minimal_case = last_failing;
+      outcome.message = last_message;
+      const std::string name(kProperties[static_cast<int>(outcome.property)].name);
+      outcome.saved_to =
+          save_regression(settings.regressions_dir, outcome.property, *last_failing, kernel);
+      log << "FAIL property " << name << " after " << outcome.tests << " cases ("
+          << outcome.seconds_to_failure << " s): " << last_message << "\n"
+          << "  minimal case: " << case_keys_to_json(*last_failing).dump() << "\n"
+          << "  saved to " << outcome.saved_to.string() << "\n"
+          << "  replay: fuzz_attention --properties --property " << name << " --replay "
+          << outcome.saved_to.string() << " --kernel " << kernel
+          << (settings.run.plant != PlantedBug::none
+                  ? " --plant " + std::string(planted_bug_name(settings.run.plant))
+                  : std::string())
+          << "\n";
+      if (settings.stop_at_first_failure) return outcomes;
+    }
+    if (!any_open) break;
+  }
+  return outcomes;
+}
+
+}  // namespace attnfuzz

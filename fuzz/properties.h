@@ -1,0 +1,81 @@
+// The property-based engine: RapidCheck searches the case space for a case that breaks a
+// property of the kernel under test, then shrinks it to the smallest failing shape and simplest
+// data. One property compares with the oracle; the others are metamorphic (two runs of the kernel
+// that must agree), so they need no oracle and scale to large shapes.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz/attention_case.h"
+#include "fuzz/case_runner.h"
+
+namespace attnfuzz {
+
+// X(id, the sentence it checks)
+#define ATTNFUZZ_PROPERTIES(X)                                                                  \
+  X(matches_oracle, "the output matches the float64 oracle within the tolerance")               \
+  X(key_value_permutation, "permuting key/value pairs leaves a non-causal output unchanged")    \
+  X(key_shift, "adding one vector to every key of a head leaves the output unchanged")          \
+  X(batch_head_independence, "changing one batch's or one head's data changes only its output") \
+  X(gqa_equals_mha, "GQA equals MHA with each key/value head repeated for its query heads")     \
+  X(causal_future_independence, "a causal row does not depend on keys it must not see")         \
+  X(value_scaling, "scaling V by a power of two scales the output exactly")                     \
+  X(determinism, "the same input twice gives bitwise identical output")                         \
+  X(padding_nan_independence, "NaN in the inputs' padding and beyond their end changes nothing")
+
+enum class Property {
+#define ATTNFUZZ_PROPERTY_ENUM(id, sentence) id,
+  ATTNFUZZ_PROPERTIES(ATTNFUZZ_PROPERTY_ENUM)
+#undef ATTNFUZZ_PROPERTY_ENUM
+};
+
+struct PropertyInfo {
+  Property property;
+  std::string_view name;
+  std::string_view sentence;
+};
+
+inline constexpr PropertyInfo kProperties[] = {
+#define ATTNFUZZ_PROPERTY_ROW(id, sentence) {Property::id, #id, sentence},
+    ATTNFUZZ_PROPERTIES(ATTNFUZZ_PROPERTY_ROW)
+#undef ATTNFUZZ_PROPERTY_ROW
+};
+
+std::optional<Property> parse_property(std::string_view name);
+
+// Checks one property on one case: nullopt when it holds, otherwise what went wrong. Cases a
+// property does not apply to (a causal case for the permutation property) hold trivially.
+std::optional<std::string> check_property(Property property, const AttentionCase& attention_case,
+                                          const RunSettings& settings);
+
+struct PropertySettings {
+  RunSettings run;
+  double budget_seconds = 30.0;      // wall time for the whole search
+  std::uint64_t seed = 1;            // RapidCheck's seed for the first round
+  std::vector<Property> properties;  // empty: all
+  std::filesystem::path regressions_dir = "corpus/regressions";  // where minimal cases go
+  int tests_per_round = 10;
+  bool stop_at_first_failure = false;  // end the whole search when any property fails
+};
+
+struct PropertyOutcome {
+  Property property;
+  int tests = 0;  // cases checked
+  double seconds = 0.0;
+  double seconds_to_failure = 0.0;  // from the start of the search; meaningful when failed
+  std::optional<AttentionCase> minimal_case;  // the shrunk counterexample
+  std::string message;
+  std::filesystem::path saved_to;  // the regression file written for it
+};
+
+// Runs every selected property in rounds of `tests_per_round` cases until the budget is spent;
+// a property stops at its first failure (shrunk, printed with a replay command, saved). Logs to
+// `log` as it goes.
+std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, std::ostream& log);
+
+}  // namespace attnfuzz

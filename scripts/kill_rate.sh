@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# What the harness is worth: for every planted bug of a kernel, whether each engine kills it and
+# how long that takes from a clean start:
+#   (1) the seed's 27-config matrix   fuzz_attention --configs corpus/matrix/seed27.json --fail-fast
+#   (2) the PR matrix                 fuzz_attention --configs corpus/matrix/pr.json --fail-fast
+#   (3) properties, 60 s budget       fuzz_attention --properties --budget 60 --fail-fast
+#   (4) libFuzzer, 60 s budget        fuzz_attention_libfuzzer -max_total_time=60 (fresh corpus)
+# Prints a Markdown table (time to first failure in seconds, "-" when not killed) and a summary.
+#
+#   scripts/kill_rate.sh [--kernel cpu_flash] [--budget 60] [--plants "a b c"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kernel=cpu_flash
+budget=60
+plants=""
+while (($#)); do
+  case "$1" in
+    --kernel) kernel=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --plants) plants=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "kill_rate: unknown argument '$1'" >&2; exit 3 ;;
+  esac
+done
+build_dir=${ATTNFUZZ_BUILD_DIR:-build}
+bash scripts/build.sh >&2
+harness="$build_dir/fuzz_attention"
+fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
+if [[ -z $plants ]]; then
+  plants=$("$harness" --list-kernels | awk -v k="$kernel" '
+    $1 == k {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
+    inside && /^    [a-z_0-9]+:/ {sub(":", "", $1); print $1}')
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+# Seconds a command ran until it exited 1 (killed), or "-" when it exited otherwise.
+time_to_kill() {
+  local start end status
+  start=$(now)
+  set +e
+  "$@" > "$work/last.log" 2>&1
+  status=$?
+  set -e
+  end=$(now)
+  if ((status == 1)) || grep -q "attnfuzz: kernel .* failed" "$work/last.log"; then
+    awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}'
+  else
+    printf -- "-"
+  fi
+}
+
+echo "| plant | seed27 matrix | pr.json | properties (${budget} s) | libFuzzer (${budget} s) |"
+echo "|---|---|---|---|---|"
+killed_by_properties=0
+killed_by_libfuzzer=0
+count=0
+for plant in $plants; do
+  count=$((count + 1))
+  seed27=$(time_to_kill "$harness" --configs corpus/matrix/seed27.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet)
+  pr=$(time_to_kill "$harness" --configs corpus/matrix/pr.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet)
+  properties=$(time_to_kill "$harness" --properties --budget "$budget" --kernel "$kernel" --plant "$plant" --fail-fast --regressions "$work/regressions")
+  rm -rf "$work/corpus" && mkdir -p "$work/corpus"
+  libfuzzer="-"
+  if [[ -x $fuzzer ]]; then
+    libfuzzer=$(time_to_kill "$fuzzer" "--kernel=$kernel" "--plant=$plant" -max_total_time="$budget" \
+      -dict=corpus/attention.dict -artifact_prefix="$work/" "$work/corpus" corpus/seeds)
+  fi
+  [[ $properties != - ]] && killed_by_properties=$((killed_by_properties + 1))
+  [[ $libfuzzer != - ]] && killed_by_libfuzzer=$((killed_by_libfuzzer + 1))
+  echo "| \`$plant\` | $seed27 | $pr | $properties | $libfuzzer |"
+done
+echo
+echo "killed by properties: $killed_by_properties of $count; by libFuzzer: $killed_by_libfuzzer of $count"
