@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   for (long long index = 0; index < cases; ++index) {
     const AttentionCase attention_case =
         generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
+    if (index > 0 && index % 10000 == 0) {
+      std::fprintf(stderr, "%lld cases, %lld false alarms\n", index, false_alarms);
+    }
     const CaseResult result = runner.run(attention_case);
     if (result.status == CaseStatus::skip) {
       ++skipped;
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
       ++false_alarms;
       std::printf("FALSE ALARM matches_oracle %s\n    %s\n",
                   case_keys_to_json(attention_case).dump().c_str(), result.reason.c_str());
+      std::fflush(stdout);
     }
     if (index % 10 != 0) continue;
     for (const PropertyInfo& info : kProperties) {
@@ -61,10 +65,8 @@ int main(int argc, char** argv) {
         ++false_alarms;
         std::printf("FALSE ALARM %s %s\n    %s\n", std::string(info.name).c_str(),
                     case_keys_to_json(attention_case).dump().c_str(), failure->c_str());
+        std::fflush(stdout);
       }
-    }
-    if ((index + 1) % 10000 == 0) {
-      std::fprintf(stderr, "%lld cases, %lld false alarms\n", index + 1, false_alarms);
     }
   }
   const double seconds =

@@ -7,24 +7,27 @@
 #   (4) libFuzzer, 60 s budget        fuzz_attention_libfuzzer -max_total_time=60 (fresh corpus)
 # Prints a Markdown table (time to first failure in seconds, "-" when not killed) and a summary.
 #
-#   scripts/kill_rate.sh [--kernel cpu_flash] [--budget 60] [--plants "a b c"]
+#   scripts/kill_rate.sh [--kernel cpu_flash] [--budget 60] [--plants "a b c"] [--no-build]
+# --no-build uses the binaries already in ${ATTNFUZZ_BUILD_DIR:-build} as they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kernel=cpu_flash
 budget=60
 plants=""
+build=1
 while (($#)); do
   case "$1" in
     --kernel) kernel=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --plants) plants=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "kill_rate: unknown argument '$1'" >&2; exit 3 ;;
   esac
 done
 build_dir=${ATTNFUZZ_BUILD_DIR:-build}
-bash scripts/build.sh >&2
+((build)) && bash scripts/build.sh >&2
 harness="$build_dir/fuzz_attention"
 fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
 if [[ -z $plants ]]; then
@@ -46,7 +49,7 @@ time_to_kill() {
   set -e
   end=$(now)
   if ((status == 1)) || grep -q "attnfuzz: kernel .* failed" "$work/last.log"; then
-    awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}'
+    awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}'
   else
     printf -- "-"
   fi

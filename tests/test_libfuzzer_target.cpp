@@ -14,6 +14,7 @@
 
 #include "kernels/kernel_registry.h"
 #include "kernels/planted_bug.h"
+#include "support/printers.h"
 
 namespace attnfuzz {
 namespace {

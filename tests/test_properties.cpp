@@ -12,6 +12,7 @@
 #include "fuzz/case_codec.h"
 #include "kernels/kernel_registry.h"
 #include "support/case_generator.h"
+#include "support/printers.h"
 
 namespace attnfuzz {
 namespace {
