@@ -10,6 +10,15 @@ if(ATTNFUZZ_ENABLE_CUDA)
       set(CMAKE_CUDA_ARCHITECTURES 80 89 90)
     endif()
     enable_language(CUDA)
+    # C++20 as for the host code. CMake 3.25's NVIDIA module stops at C++17; nvcc 12+ takes
+    # -std=c++20, so teach CMake the flag (newer CMake sets the same itself).
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION OR CMAKE_CUDA20_STANDARD_COMPILE_OPTION STREQUAL "")
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_EXTENSIONS OFF)
     find_package(CUDAToolkit REQUIRED)
     set(ATTNFUZZ_HAVE_CUDA ON)
     message(STATUS "attnfuzz: CUDA ${CUDAToolkit_VERSION} found; CUDA targets build for "

@@ -6,8 +6,12 @@ find_package(CLI11 REQUIRED)
 find_package(tinyxml2 REQUIRED)
 find_package(rapidcheck REQUIRED)  # the property engine
 
-# OpenBLAS: float64 BLAS for the oracle. Debian's package ships a CMake config without a target.
-find_package(OpenBLAS REQUIRED)
+# OpenBLAS: float64 BLAS for the oracle. Debian's package ships a CMake config without a target,
+# and with absolute paths: a build against an unpacked copy (scripts/gpu_validate.sh) passes
+# -DOpenBLAS_INCLUDE_DIRS=... -DOpenBLAS_LIBRARIES=... instead.
+if(NOT OpenBLAS_LIBRARIES)
+  find_package(OpenBLAS REQUIRED)
+endif()
 add_library(attnfuzz::blas INTERFACE IMPORTED)
 target_include_directories(attnfuzz::blas INTERFACE ${OpenBLAS_INCLUDE_DIRS})
 target_link_libraries(attnfuzz::blas INTERFACE ${OpenBLAS_LIBRARIES})

@@ -1,6 +1,7 @@
 # The libFuzzer binary needs clang (-fsanitize=fuzzer), while the main build may use g++. When
 # clang++ is on the machine, a nested build of this same source tree with clang and
-# ATTNFUZZ_LIBFUZZER=ON builds build/libfuzzer/fuzz_attention_libfuzzer as part of every build.
+# ATTNFUZZ_LIBFUZZER=ON builds build/libfuzzer/fuzz_attention_libfuzzer as part of every build,
+# with the CUDA kernels when the main build has them.
 find_program(ATTNFUZZ_CLANGXX NAMES clang++ clang++-14)
 if(NOT ATTNFUZZ_CLANGXX)
   message(NOTICE "attnfuzz: clang++ not found: the libFuzzer target is left out")
@@ -16,6 +17,9 @@ ExternalProject_Add(libfuzzer_build
     -DCMAKE_BUILD_TYPE=Release
     -DATTNFUZZ_LIBFUZZER=ON
     -DATTNFUZZ_WERROR=${ATTNFUZZ_WERROR}
+    -DATTNFUZZ_ENABLE_CUDA=${ATTNFUZZ_HAVE_CUDA}
+    "-DCMAKE_CUDA_COMPILER=${CMAKE_CUDA_COMPILER}"
+    "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES}"
   BUILD_ALWAYS ON
   INSTALL_COMMAND ""
   USES_TERMINAL_BUILD ON)

@@ -5,6 +5,7 @@
 
 #include "core/parallel_for.h"
 #include "kernels/cuda_device_probe.h"
+#include "oracle/cublas_reference.h"
 #include "oracle/reference_attention.h"
 
 namespace attnfuzz {
@@ -38,7 +39,11 @@ RunEnvironment describe_environment(std::string_view backend) {
       {"inputs", "fp16/bf16, generated in double and rounded to nearest even"},
       {"kernel_accumulation", "fp32 for QK^T and PV; P rounded to the input dtype before PV"},
       {"oracle", "float64 from the exact input values (OpenBLAS DGEMM), masked rows give 0"},
-      {"tf32", "never used: CPU kernels and oracle compute in fp32/float64"},
+      {"tf32",
+       "never used: CPU kernels and oracle compute in fp32/float64; CUDA kernels use "
+       "fp16/bf16 mma.sync with fp32 accumulators; the cuBLAS oracle is FP64 only"},
+      {"device_oracle",
+       cuda_device_status().usable ? cublas_description() : "none (no usable CUDA device)"},
       {"tolerance", "derived per-element bound and FlashAttention's 2x rule (docs/tolerance.md)"},
       {"seeds", "per case; each tensor its own counter-based stream of (seed, shape, tensor)"},
   };

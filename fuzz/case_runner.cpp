@@ -4,11 +4,13 @@
 #include <exception>
 
 #include "fuzz/data_distribution.h"
+#include "fuzz/device_staging.h"
 #include "fuzz/guarded_output.h"
 #include "fuzz/harness_error.h"
 #include "fuzz/run_report.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
+#include "oracle/cublas_reference.h"
 #include "oracle/plain_attention.h"
 #include "oracle/reference_attention.h"
 #include "oracle/tolerance.h"
@@ -18,6 +20,13 @@ namespace {
 
 constexpr std::string_view kDefaultCpuKernel = "cpu_flash";
 constexpr std::string_view kDefaultCudaKernel = "cuda_flash";
+// From this many flops on, `--oracle auto` judges a device kernel with the cuBLAS oracle: the
+// seed's largest cases (B=48 H=16 S=640 D=64, 20 GFLOP) take the CPU oracle seconds on a laptop's
+// cores and the GPU's FP64 units milliseconds; below it, copying doubles to the device costs more
+// than it saves.
+constexpr double kDeviceOracleMinFlops = 2e9;
+constexpr std::string_view kCpuOracle = "cpu_float64";
+constexpr std::string_view kCudaOracle = "cuda_cublas_float64";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -28,6 +37,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::string_view backend_name(Backend backend) {
   constexpr std::string_view names[] = {"auto", "cpu", "cuda"};
   return names[static_cast<int>(backend)];
+}
+
+std::string_view oracle_choice_name(OracleChoice choice) {
+  constexpr std::string_view names[] = {"auto", "cpu", "cuda"};
+  return names[static_cast<int>(choice)];
 }
 
 CaseRunner::CaseRunner(RunSettings settings) : settings_(std::move(settings)) {}
@@ -61,6 +75,9 @@ void CaseRunner::validate(const AttentionCase& attention_case) const {
 
 std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
                        const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output) {
+  if (kernel.site() == ExecutionSite::cuda_device) {
+    return run_kernel_on_device(kernel, problem, inputs, plant, output);
+  }
   const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
   try {
     kernel.forward(problem, tensors, plant);
@@ -78,6 +95,8 @@ KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) cons
                           (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device);
   if (wants_cuda && !cuda_device_status().usable) {
     choice.skip_reason = "CUDA backend unavailable: " + cuda_device_status().description;
+  } else if (settings_.oracle == OracleChoice::cuda && !cuda_device_status().usable) {
+    choice.skip_reason = "cuBLAS oracle unavailable: " + cuda_device_status().description;
   } else if (kernel == nullptr) {
     choice.skip_reason = "kernel " + choice.name + " is not in this build";
   } else if (const SupportVerdict verdict = kernel->supports(problem_of(attention_case));
@@ -118,9 +137,22 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
 
   const auto oracle_started = std::chrono::steady_clock::now();
   const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
-  const ReferenceAttention reference = reference_attention(problem, tensors);
+  const bool on_device = choice.kernel->site() == ExecutionSite::cuda_device;
+  const bool use_cublas = settings_.oracle == OracleChoice::cuda ||
+                          (settings_.oracle == OracleChoice::auto_select && on_device &&
+                           attention_flops(problem) >= kDeviceOracleMinFlops);
+  ReferenceAttention reference;
+  if (use_cublas) {
+    try {
+      reference = cublas_reference_attention(problem, tensors);
+    } catch (const std::exception& error) {
+      return finish(CaseStatus::fail, std::string("cuBLAS oracle failed: ") + error.what());
+    }
+  } else {
+    reference = reference_attention(problem, tensors);
+  }
   const std::vector<float> plain = plain_attention(problem, tensors);
-  result.oracle = "cpu_float64";
+  result.oracle = std::string(use_cublas ? kCudaOracle : kCpuOracle);
   result.comparison = compare_to_reference(problem, reference, plain, output.data());
   result.oracle_seconds = seconds_since(oracle_started);
 

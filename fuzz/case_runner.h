@@ -12,14 +12,19 @@
 namespace attnfuzz {
 
 enum class Backend { auto_select, cpu, cuda };
+// Which float64 reference judges a case: auto picks cuBLAS for large cases whose kernel ran on a
+// CUDA device (the data is on the GPU already and the CPU would take seconds), the CPU otherwise.
+enum class OracleChoice { auto_select, cpu, cuda };
 
 struct RunSettings {
   Backend backend = Backend::auto_select;
+  OracleChoice oracle = OracleChoice::auto_select;
   std::string kernel;  // overrides every case's kernel when set
   PlantedBug plant = PlantedBug::none;
 };
 
 std::string_view backend_name(Backend backend);
+std::string_view oracle_choice_name(OracleChoice choice);
 
 // The kernel a case runs on here, or why it cannot run (the skip reason).
 struct KernelChoice {
@@ -28,7 +33,8 @@ struct KernelChoice {
   std::string skip_reason;
 };
 
-// Runs `kernel` on `inputs` into `output`; returns the kernel's error text, empty on success.
+// Runs `kernel` on `inputs` into `output` (through device memory when the kernel runs on a CUDA
+// device); returns the kernel's error text, empty on success.
 std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
                        const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output);
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <iterator>
 
+#include "kernels/device_coverage.h"
+
 namespace attnfuzz {
 namespace {
 
@@ -20,7 +22,8 @@ enum CounterGroup : int {
   kDistribution = 33,   // 8
   kInjection = 41,      // 8: special value kind
   kErrorExponent = 49,  // 34: binary exponent of error_ratio from -24 to 8, and zero
-  kCounterCount = 83,
+  kDevice = 83,         // kDeviceCoverageCount: the device-side coverage points of cuda_flash
+  kCounterCount = kDevice + kDeviceCoverageCount,
 };
 
 #if defined(__linux__)
@@ -61,6 +64,13 @@ void mark_error_counter(double error_ratio) {
   }
   const int exponent = std::isfinite(error_ratio) ? std::ilogb(error_ratio) : 8;
   mark(kErrorExponent + 1 + std::clamp(exponent, -24, 8) + 24);
+}
+
+void mark_device_counters(std::span<const std::uint8_t> device_points) {
+  const int count = std::min(static_cast<int>(device_points.size()), kDeviceCoverageCount);
+  for (int point = 0; point < count; ++point) {
+    if (device_points[point] != 0) mark(kDevice + point);
+  }
 }
 
 }  // namespace attnfuzz

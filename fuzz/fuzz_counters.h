@@ -3,6 +3,9 @@
 // set is new coverage, so the corpus grows toward every shape class and every error magnitude.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include "fuzz/attention_case.h"
 
 namespace attnfuzz {
@@ -14,5 +17,8 @@ void mark_shape_counters(const AttentionCase& attention_case);
 
 // Error magnitude: error_ratio quantised to its binary exponent, from 2^-24 to 2^8 and beyond.
 void mark_error_counter(double error_ratio);
+
+// Device-side coverage of a CUDA kernel (kernels/device_coverage.h): one counter per point set.
+void mark_device_counters(std::span<const std::uint8_t> device_points);
 
 }  // namespace attnfuzz

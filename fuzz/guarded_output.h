@@ -23,6 +23,8 @@ class GuardedOutput {
   std::uint16_t* data() { return buffer_.data() + kGuardElements; }  // element [0, 0, 0, 0]
   const std::uint16_t* data() const { return buffer_.data() + kGuardElements; }
   std::int64_t span() const { return span_; }
+  // The whole buffer, margins included: what a device copy mirrors.
+  std::vector<std::uint16_t>& buffer() { return buffer_; }
 
   // One line describing the first write outside the output tensor, or nothing when none.
   std::optional<std::string> find_stray_write() const;

@@ -29,6 +29,8 @@ namespace attnfuzz {
   X(FLAG, bool, list_properties, "--list-properties", false, "List the properties, then exit")    \
   X(OPTION, std::string, backend, "--backend", "auto",                                            \
     "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                 \
+  X(OPTION, std::string, oracle, "--oracle", "auto",                                              \
+    "auto: cuBLAS float64 for large cases run on a GPU, else CPU float64; cpu; cuda")             \
   X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                 \
   X(OPTION, std::string, plant, "--plant", "none",                                                \
     "Switch on a planted bug in the kernel (see --list-kernels)")                                 \

@@ -5,11 +5,15 @@
 // aborts so that libFuzzer writes the crash file. Beside the instrumented code's own coverage,
 // extra counters (libFuzzer's __libfuzzer_extra_counters) mark which shape classes a case hit and
 // how large its error was relative to the tolerance, so the fuzzer keeps inputs that reach new
-// tail tiles, diagonal positions, GQA ratios and head dims, and climbs toward larger errors.
+// tail tiles, diagonal positions, GQA ratios and head dims, and climbs toward larger errors. With a
+// CUDA kernel, the kernel's own device-side coverage points (kernels/device_coverage.h) are
+// copied into extra counters after every case too.
 //
-//   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--plant=NAME] [CORPUS_DIR...]
-// The kernel and plant come from those flags (libFuzzer ignores flags that start with "--") or
-// from ATTNFUZZ_KERNEL / ATTNFUZZ_PLANT.
+//   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--plant=NAME] [--backend=NAME]
+//                            [CORPUS_DIR...]
+// The kernel, plant and backend (cpu by default; auto or cuda for the CUDA kernels) come from
+// those flags (libFuzzer ignores flags that start with "--") or from ATTNFUZZ_KERNEL,
+// ATTNFUZZ_PLANT and ATTNFUZZ_BACKEND.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +25,9 @@
 #include "fuzz/case_codec.h"
 #include "fuzz/case_runner.h"
 #include "fuzz/fuzz_counters.h"
+#include "kernels/cuda_device_probe.h"
+#include "kernels/device_coverage.h"
+#include "kernels/kernel_registry.h"
 #include "kernels/planted_bug.h"
 
 namespace attnfuzz {
@@ -37,6 +44,16 @@ RunSettings& settings() {
 
 void take_setting(const char* name, const std::string& value) {
   if (std::strcmp(name, "kernel") == 0) settings().kernel = value;
+  if (std::strcmp(name, "backend") == 0) {
+    for (Backend backend : {Backend::auto_select, Backend::cpu, Backend::cuda}) {
+      if (backend_name(backend) == value) {
+        settings().backend = backend;
+        return;
+      }
+    }
+    std::fprintf(stderr, "fuzz_attention_libfuzzer: unknown backend '%s'\n", value.c_str());
+    std::exit(3);
+  }
   if (std::strcmp(name, "plant") == 0) {
     const std::optional<PlantedBug> plant = parse_planted_bug(value);
     if (!plant) {
@@ -55,12 +72,18 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   settings().backend = Backend::cpu;
   if (const char* kernel = std::getenv("ATTNFUZZ_KERNEL")) take_setting("kernel", kernel);
   if (const char* plant = std::getenv("ATTNFUZZ_PLANT")) take_setting("plant", plant);
+  if (const char* backend = std::getenv("ATTNFUZZ_BACKEND")) take_setting("backend", backend);
   for (int index = 1; index < *argc; ++index) {
     const std::string argument = (*argv)[index];
-    for (const char* name : {"kernel", "plant"}) {
+    for (const char* name : {"kernel", "plant", "backend"}) {
       const std::string prefix = std::string("--") + name + "=";
       if (argument.rfind(prefix, 0) == 0) take_setting(name, argument.substr(prefix.size()));
     }
+  }
+  const AttentionKernel* kernel = find_kernel(CaseRunner(settings()).kernel_for(AttentionCase{}));
+  if (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device &&
+      cuda_device_status().usable) {
+    set_device_coverage(true);
   }
   return 0;
 }
@@ -78,6 +101,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   mark_shape_counters(*attention_case);
   const CaseResult result = runner.run(*attention_case);
   if (result.ran) mark_error_counter(result.comparison.error_ratio);
+  try {
+    mark_device_counters(take_device_coverage());  // empty unless a CUDA kernel recorded
+  } catch (const std::exception&) {
+    // The CUDA context is gone: the case itself has failed or been skipped with the reason.
+  }
   if (result.status != CaseStatus::fail) return 0;
 
   std::cerr << "\n==== attnfuzz: kernel " << result.kernel_name << " failed ====\n"

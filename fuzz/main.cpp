@@ -33,7 +33,7 @@ void list_kernels(std::ostream& out) {
     out << kernel->name() << " ("
         << (kernel->site() == ExecutionSite::host ? "host" : "CUDA device")
         << "): " << kernel->summary() << "\n  supports: " << kernel->capabilities()
-        << "\n  plants:\n";
+        << "\n  plants:" << (kernel->plants().empty() ? " none\n" : "\n");
     for (PlantedBug plant : kernel->plants()) {
       const PlantedBugInfo& info = kPlantedBugs[static_cast<int>(plant) - 1];
       out << "    " << info.name << ": " << info.effect << " (" << info.origin << ")\n";
@@ -46,6 +46,13 @@ Backend parse_backend(const std::string& name) {
     if (backend_name(backend) == name) return backend;
   }
   throw HarnessError("--backend: unknown backend '" + name + "' (auto, cpu or cuda)");
+}
+
+OracleChoice parse_oracle(const std::string& name) {
+  for (OracleChoice choice : {OracleChoice::auto_select, OracleChoice::cpu, OracleChoice::cuda}) {
+    if (oracle_choice_name(choice) == name) return choice;
+  }
+  throw HarnessError("--oracle: unknown oracle '" + name + "' (auto, cpu or cuda)");
 }
 
 std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
@@ -244,6 +251,7 @@ int run(int argc, char** argv) {
   }
   RunSettings settings;
   settings.backend = parse_backend(options.backend);
+  settings.oracle = parse_oracle(options.oracle);
   settings.kernel = options.kernel;
   const std::optional<PlantedBug> plant = parse_planted_bug(options.plant);
   if (!plant) throw HarnessError("--plant: unknown planted bug '" + options.plant + "'");

@@ -11,8 +11,8 @@
 // Tile sizes come from flash_tile_traits.h, shared with the CUDA kernel.
 //
 // Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
-// every one of the catalogue. Each changes a line or two of the algorithm, the way the real bug
-// would.
+// every bug of the algorithm (the GPU-only ones have no CPU counterpart). Each changes a line or
+// two of the algorithm, the way the real bug would.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -39,7 +39,7 @@ constexpr int kMaxBlockN = 64;
 
 constexpr PlantedBug kCpuFlashPlants[] = {
 #define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
-    ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
 

@@ -38,11 +38,22 @@ CudaDeviceStatus probe() {
   return status;
 }
 
+CudaDeviceStatus& mutable_status() {
+  static CudaDeviceStatus status = probe();
+  return status;
+}
+
 }  // namespace
 
 const CudaDeviceStatus& cuda_device_status() {
-  static const CudaDeviceStatus status = probe();
-  return status;
+  return mutable_status();
+}
+
+void mark_cuda_context_lost(const std::string& reason) {
+  CudaDeviceStatus& status = mutable_status();
+  if (!status.usable) return;
+  status.usable = false;
+  status.description = reason;
 }
 
 }  // namespace attnfuzz

@@ -14,4 +14,9 @@ struct CudaDeviceStatus {
 
 const CudaDeviceStatus& cuda_device_status();  // probed once, on first call
 
+// After an error that leaves the CUDA context unusable (a "sticky" error such as an illegal
+// address), the device is no longer usable in this process: later CUDA cases are skipped with
+// `reason`. The first reason recorded stays.
+void mark_cuda_context_lost(const std::string& reason);
+
 }  // namespace attnfuzz

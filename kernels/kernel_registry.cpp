@@ -4,7 +4,11 @@ namespace attnfuzz {
 
 std::span<const AttentionKernel* const> all_kernels() {
   static const AttentionKernel* const kernels[] = {
-      &cpu_flash_kernel(),
+    &cpu_flash_kernel(),
+#if ATTNFUZZ_HAVE_CUDA
+    &cuda_flash_kernel(),
+    &cuda_naive_kernel(),
+#endif
   };
   return kernels;
 }

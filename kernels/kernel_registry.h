@@ -13,5 +13,9 @@ const AttentionKernel* find_kernel(std::string_view name);  // nullptr when unkn
 
 // Kernels defined in their own files.
 const AttentionKernel& cpu_flash_kernel();
+#if ATTNFUZZ_HAVE_CUDA
+const AttentionKernel& cuda_flash_kernel();
+const AttentionKernel& cuda_naive_kernel();
+#endif
 
 }  // namespace attnfuzz

@@ -10,7 +10,8 @@
 namespace attnfuzz {
 
 // X(id, what the planted code does wrong, the real-world slip it stands for)
-#define ATTNFUZZ_PLANTED_BUGS(X)                                                                   \
+// Bugs of the algorithm: every FlashAttention-style kernel, on the CPU or the GPU, can have them.
+#define ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)                                                         \
   X(drop_last_key_tile, "skips the last, partial key tile when seq_len_k % block_n != 0",          \
     "loop bound seq_len_k / block_n instead of a ceiling division")                                \
   X(causal_off_by_one, "lets query i see key i + seq_len_k - seq_len_q + 1 under the causal mask", \
@@ -40,6 +41,15 @@ namespace attnfuzz {
     "the tail-column mask missing on the non-causal path (the causal mask hides it there)")        \
   X(stale_row_sum, "normalises by the row sum from before the last key tile's contribution",       \
     "the final division taken before the last tile's row sum was added")
+
+// Bugs only a GPU kernel can have: they live in its memory model, not in the algorithm.
+#define ATTNFUZZ_GPU_PLANTED_BUGS(X)                                                           \
+  X(missing_syncthreads, "starts reading a K/V tile before every warp has stored its share",   \
+    "the __syncthreads() between the shared-memory stores and the MMA reads left out: a race") \
+  X(write_past_output_end, "stores the row after the last query row of a partial query tile",  \
+    "the store guard written 'row <= seq_len_q': one row past the output (or into the next head)")
+
+#define ATTNFUZZ_PLANTED_BUGS(X) ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X)
 
 enum class PlantedBug {
   none,

@@ -3,7 +3,7 @@
 // |V_jd| and Vsum_d = sum_j |V_jd|, a kernel with fp16/bf16 inputs and fp32 accumulation that
 // rounds P to the input dtype once may be off by at most
 //
-//   E   = (2 u + 2 dS_i + 2 gamma(Sk) + (2 Sk + 6) u32) A_id          rounding of P, fp32 work
+//   E   = (2 u + 2 dS_i + 2 gamma(Sk) + (2 Sk + 10) u32) A_id          rounding of P, fp32 work
 //       + (eta (Vsum_d + Sk |O_id|) + u32 / e * Vsum_d) / l_i          P below the normal range
 //   allowed = E + u (|O_id| + E) + eta                                 rounding of the output
 //
@@ -29,7 +29,7 @@ double gamma32(double n) {
 struct ToleranceTerms {
   double unit_roundoff;          // u of the input/output dtype
   double half_subnormal;         // eta
-  double magnitude_factor_base;  // 2u + 2 gamma(Sk) + (2 Sk + 6) u32
+  double magnitude_factor_base;  // 2u + 2 gamma(Sk) + (2 Sk + 10) u32
   double score_gamma;            // gamma(D + 2)
   double seq_len_k;
 
@@ -39,7 +39,7 @@ struct ToleranceTerms {
     unit_roundoff = traits.unit_roundoff();
     half_subnormal = traits.min_subnormal / 2.0;
     magnitude_factor_base =
-        2.0 * unit_roundoff + 2.0 * gamma32(seq_k) + (2.0 * seq_k + 6.0) * kFloat32UnitRoundoff;
+        2.0 * unit_roundoff + 2.0 * gamma32(seq_k) + (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
     score_gamma = gamma32(static_cast<double>(problem.head_dim) + 2.0);
     seq_len_k = seq_k;
   }

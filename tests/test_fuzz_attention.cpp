@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <regex>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/planted_bug.h"
+#include "support/printers.h"
 
 namespace attnfuzz {
 namespace {
@@ -422,31 +424,69 @@ TEST_F(FuzzAttention, JunitReportHasOneTestcasePerCaseWithFailureAndSkippedEleme
 
 // ---- informational flags ----
 
-TEST_F(FuzzAttention, ListKernelsExitsZeroAndListsCpuFlashWithEveryPlant) {
-  const RunResult result = run("--list-kernels");
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  const std::vector<std::string> lines = lines_of(result.out);
-  const auto header = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
-    return line.rfind("cpu_flash (host): ", 0) == 0;
+// The plants --list-kernels prints under the kernel whose header line starts with `header`:
+// the lines "    <name>: <effect> (<origin>)" after "  plants:", until the next kernel.
+std::vector<std::string> listed_plants(const std::string& out, const std::string& header) {
+  const std::vector<std::string> lines = lines_of(out);
+  const auto kernel_line = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+    return line.rfind(header, 0) == 0;
   });
-  ASSERT_NE(header, lines.end()) << result.out;
-  const auto plants_line = std::find(header, lines.end(), "  plants:");
-  ASSERT_NE(plants_line, lines.end()) << result.out;
-  // The plant lines: "    <name>: <effect> (<origin>)", until the next kernel.
+  if (kernel_line == lines.end()) return {"<no kernel line " + header + ">"};
+  const auto plants_line = std::find(kernel_line, lines.end(), "  plants:");
   std::vector<std::string> listed;
-  for (auto line = plants_line + 1; line != lines.end() && line->rfind("    ", 0) == 0; ++line) {
+  for (auto line = plants_line + 1; line < lines.end() && line->rfind("    ", 0) == 0; ++line) {
     listed.push_back(line->substr(4, line->find(':') - 4));
   }
+  return listed;
+}
+
+std::vector<std::string> plant_names(std::span<const PlantedBug> plants) {
+  std::vector<std::string> names;
+  for (PlantedBug plant : plants) names.emplace_back(planted_bug_name(plant));
+  return names;
+}
+
+TEST_F(FuzzAttention, ListKernelsExitsZeroAndListsCpuFlashWithEveryAlgorithmPlant) {
+  const RunResult result = run("--list-kernels");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  constexpr std::string_view kAlgorithmPlants[] = {
+#define ATTNFUZZ_PLANT_NAME(id, effect, origin) #id,
+      ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
+#undef ATTNFUZZ_PLANT_NAME
+  };
+  const std::vector<std::string> algorithm_plants(std::begin(kAlgorithmPlants),
+                                                  std::end(kAlgorithmPlants));
+  EXPECT_EQ(listed_plants(result.out, "cpu_flash (host): "), algorithm_plants) << result.out;
+  EXPECT_EQ(plant_names(cpu_flash_kernel().plants()), algorithm_plants);
+}
+
+#if ATTNFUZZ_HAVE_CUDA
+TEST_F(FuzzAttention, ListKernelsListsBothCudaKernelsAndCudaFlashCarriesTheWholeCatalogue) {
+  const RunResult result = run("--list-kernels");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
   std::vector<std::string> catalogue;
   for (const PlantedBugInfo& info : kPlantedBugs) catalogue.emplace_back(info.name);
-  EXPECT_EQ(listed, catalogue);
+  EXPECT_EQ(listed_plants(result.out, "cuda_flash (CUDA device): "), catalogue) << result.out;
+  EXPECT_THAT(result.out, HasSubstr("cuda_naive (CUDA device): "));
 }
+
+TEST_F(FuzzAttention, CudaKernelOrCudaOracleWithoutAGpuSkipsWithTheReasonAndExitsTwo) {
+  if (cuda_device_status().usable) GTEST_SKIP() << "this machine has a usable GPU";
+  for (const char* arguments : {"--kernel cuda_flash", "--kernel cuda_naive", "--oracle cuda"}) {
+    const RunResult result = run_matrix(kTwoCases, arguments);
+    EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.out << result.err;
+    EXPECT_THAT(result.out, HasSubstr("SKIP t/0")) << arguments;
+    EXPECT_THAT(result.out, ::testing::ContainsRegex("(CUDA backend|cuBLAS oracle) unavailable"))
+        << arguments;
+  }
+}
+#endif
 
 TEST_F(FuzzAttention, HelpExitsZeroAndDescribesEveryFlagAndTheExitCodes) {
   const RunResult result = run("--help");
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  for (const char* flag : {"--configs", "--backend", "--kernel", "--plant", "--case", "--json",
-                           "--junit", "--threads", "--quiet", "--list-kernels"}) {
+  for (const char* flag : {"--configs", "--backend", "--oracle", "--kernel", "--plant", "--case",
+                           "--json", "--junit", "--threads", "--quiet", "--list-kernels"}) {
     EXPECT_THAT(result.out, HasSubstr(flag));
   }
   EXPECT_THAT(result.out, HasSubstr("Exit codes: 0 pass, 1 a case failed, 2 nothing could run, 3"));

@@ -1,0 +1,539 @@
+// cuda_flash: a FlashAttention-2 style forward kernel on tensor cores.
+//
+// One CTA of 4 warps per (query tile of block_m = 64 rows, head, batch); warp w owns query rows
+// 16w .. 16w + 15 of the tile and keeps everything about them in registers. For each key/value
+// tile of block_n rows (stopping at the causal diagonal):
+//   S = Q K^T                          mma.sync m16n8k16: fp16/bf16 in, fp32 accumulators
+//   S = S * scale, masked to -inf      (tail columns past seq_len_k, causal mask)
+//   m_new = max(m, rowmax S); P = exp(S - m_new); l = l * exp(m - m_new) + rowsum P
+//   O = O * exp(m - m_new) + round(P) V    S's accumulator fragment, rounded to the input dtype,
+//                                           is the A operand of the P V product (no trip to smem)
+// O = round(O / l), 0 for rows that saw no key.
+//
+// Tiles come from flash_tile_traits.h, shared with the CPU twin cpu_flash, so both take the same
+// tail paths; the twin's planted bugs are planted here at the same places, plus two that only a
+// GPU kernel can have (a missing barrier, a store past the end of the output).
+//
+// Shapes: Q, K, V, O are [batch][seq][head][head_dim] by their strides (any layout, padded rows),
+// head_dim contiguous. Elements are raw 16-bit patterns, as everywhere in the harness.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <sstream>
+
+#include "core/cuda_check.h"
+#include "kernels/device_coverage.h"
+#include "kernels/flash_tile_traits.h"
+#include "kernels/kernel_registry.h"
+
+namespace attnfuzz {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBlockM = 64;  // 4 warps x 16 rows: one m16 MMA tile per warp
+constexpr int kPadding = 8;  // elements after each shared-memory row: spreads rows over banks
+
+// Everything the kernel reads. The problem's host helpers are not called on the device; what
+// they would compute is precomputed here.
+struct FlashParams {
+  AttentionProblem problem;  // shapes, strides, causal
+  AttentionTensors tensors;  // device pointers to element [0, 0, 0, 0] of each tensor
+  std::int64_t group_size;   // heads / kv_heads
+  float softmax_scale;       // the problem's scale, rounded to fp32 once
+  bool vector_loads;  // every input row starts on a 16-byte boundary: load 8 elements at a time
+  PlantedBug plant;
+  std::uint8_t* coverage;  // kDeviceCoverageCount bytes when recording (device_coverage.h), or null
+};
+
+// Device-side coverage: one byte per point, set (never cleared) by any thread that takes the path.
+__device__ std::uint8_t device_coverage[kDeviceCoverageCount];
+bool device_coverage_enabled = false;
+
+__device__ inline void mark(std::uint8_t* coverage, DeviceCoveragePoint point, bool taken = true) {
+  if (coverage != nullptr && taken) coverage[static_cast<int>(point)] = 1;
+}
+
+// ---- element types: the two dtypes the tensor cores take ----
+template <typename Element>
+struct ElementTraits;
+
+template <>
+struct ElementTraits<__half> {
+  static constexpr float kMinNormal = 0x1p-14f;
+  __device__ static std::uint32_t pack(float low, float high) {
+    const __half2 pair = __floats2half2_rn(low, high);
+    return *reinterpret_cast<const std::uint32_t*>(&pair);
+  }
+  __device__ static std::uint16_t store(float value) {
+    return __half_as_ushort(__float2half_rn(value));
+  }
+  __device__ static float round(float value) { return __half2float(__float2half_rn(value)); }
+  __device__ static void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                             std::uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+template <>
+struct ElementTraits<__nv_bfloat16> {
+  static constexpr float kMinNormal = 0x1p-126f;
+  __device__ static std::uint32_t pack(float low, float high) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+    return *reinterpret_cast<const std::uint32_t*>(&pair);
+  }
+  __device__ static std::uint16_t store(float value) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  }
+  __device__ static float round(float value) {
+    return __bfloat162float(__float2bfloat16_rn(value));
+  }
+  __device__ static void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                             std::uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+__device__ inline std::int64_t smaller(std::int64_t a, std::int64_t b) {
+  return a < b ? a : b;
+}
+__device__ inline std::int64_t larger(std::int64_t a, std::int64_t b) {
+  return a < b ? b : a;
+}
+
+__device__ inline std::uint32_t load_pair(const std::uint16_t* shared) {
+  return *reinterpret_cast<const std::uint32_t*>(shared);
+}
+
+// Copies `rows` rows of head_dim elements into a shared tile with row stride kHeadDim + kPadding;
+// rows from `valid_rows` on are zero (never read from global memory).
+template <int kHeadDim, int kRows>
+__device__ void load_tile(std::uint16_t* tile, const std::uint16_t* first_row,
+                          std::int64_t row_stride, int valid_rows, bool vector_loads) {
+  constexpr int kStride = kHeadDim + kPadding;
+  constexpr int kChunks = kHeadDim / 8;  // 8 elements = 16 bytes
+  for (int index = threadIdx.x; index < kRows * kChunks; index += kThreads) {
+    const int row = index / kChunks;
+    const int column = (index % kChunks) * 8;
+    uint4* destination = reinterpret_cast<uint4*>(tile + row * kStride + column);
+    if (row >= valid_rows) {
+      *destination = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    const std::uint16_t* source = first_row + row * row_stride + column;
+    if (vector_loads) {
+      *destination = __ldg(reinterpret_cast<const uint4*>(source));
+    } else {
+      std::uint16_t* elements = tile + row * kStride + column;
+      for (int e = 0; e < 8; ++e) elements[e] = __ldg(source + e);
+    }
+  }
+}
+
+// Quad lanes (lane / 4 equal) hold the same two rows of an MMA accumulator.
+__device__ inline float quad_max(float value) {
+  value = fmaxf(value, __shfl_xor_sync(0xFFFFFFFFu, value, 1));
+  return fmaxf(value, __shfl_xor_sync(0xFFFFFFFFu, value, 2));
+}
+__device__ inline float quad_sum(float value) {
+  value += __shfl_xor_sync(0xFFFFFFFFu, value, 1);
+  return value + __shfl_xor_sync(0xFFFFFFFFu, value, 2);
+}
+
+// grid (query tiles, heads, batch), kThreads threads, shared memory from shared_bytes().
+template <int kHeadDim, int kBlockN, typename Element>
+__global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams params) {
+  const AttentionProblem& problem = params.problem;
+  using Traits = ElementTraits<Element>;
+  constexpr int kStride = kHeadDim + kPadding;
+  constexpr int kDimSteps = kHeadDim / 16;  // k16 steps of Q K^T
+  constexpr int kDimTiles = kHeadDim / 8;   // n8 tiles of the output
+  constexpr int kKeyTiles = kBlockN / 8;    // n8 tiles of S
+  constexpr int kKeySteps = kBlockN / 16;   // k16 steps of P V
+  const float kNegativeInfinity = -INFINITY;
+
+  extern __shared__ uint4 shared_memory[];
+  std::uint16_t* q_tile = reinterpret_cast<std::uint16_t*>(shared_memory);  // [kBlockM][kStride]
+  std::uint16_t* k_tile = q_tile + kBlockM * kStride;                       // [kBlockN][kStride]
+  std::uint16_t* v_tile = k_tile + kBlockN * kStride;                       // [kBlockN][kStride]
+
+  const PlantedBug plant = params.plant;
+  const std::int64_t query_tile = blockIdx.x;
+  const std::int64_t head = blockIdx.y;
+  const std::int64_t batch = blockIdx.z;
+  const std::int64_t kv_head =
+      plant == PlantedBug::gqa_modulo ? head % (problem.kv_heads) : head / params.group_size;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / 4;      // the accumulator row this lane holds (and row + 8)
+  const int quad_lane = lane % 4;  // which column pair of each n8 tile it holds
+
+  const std::int64_t first_row = query_tile * kBlockM;
+  const int rows = static_cast<int>(smaller(kBlockM, problem.seq_len_q - first_row));
+  const std::int64_t causal_slack = plant == PlantedBug::causal_off_by_one ? 1 : 0;
+  const std::int64_t diagonal_offset =
+      (plant == PlantedBug::causal_top_left ? 0 : problem.seq_len_k - problem.seq_len_q) +
+      causal_slack;
+  const auto batch_start = [&](const TensorStrides& strides, std::int64_t seq_len,
+                               std::int64_t heads) {
+    return batch * (plant == PlantedBug::batch_stride_unpadded ? seq_len * heads * kHeadDim
+                                                               : strides.batch);
+  };
+
+  // ---- Q tile: shared memory, then A fragments in registers for the whole key loop ----
+  const std::uint16_t* q_base = params.tensors.q +
+                                batch_start(problem.q_strides, problem.seq_len_q, problem.heads) +
+                                head * problem.q_strides.head + first_row * problem.q_strides.seq;
+  load_tile<kHeadDim, kBlockM>(q_tile, q_base, problem.q_strides.seq, rows, params.vector_loads);
+  __syncthreads();
+  std::uint32_t q_fragment[kDimSteps][4];
+  {
+    const std::uint16_t* warp_rows = q_tile + (warp * 16 + group) * kStride + 2 * quad_lane;
+#pragma unroll
+    for (int step = 0; step < kDimSteps; ++step) {
+      q_fragment[step][0] = load_pair(warp_rows + step * 16);
+      q_fragment[step][1] = load_pair(warp_rows + 8 * kStride + step * 16);
+      q_fragment[step][2] = load_pair(warp_rows + step * 16 + 8);
+      q_fragment[step][3] = load_pair(warp_rows + 8 * kStride + step * 16 + 8);
+    }
+  }
+
+  // The two query rows of this lane (index 0: row `group`, 1: row `group + 8` of the warp).
+  std::int64_t query_row[2];
+  query_row[0] = first_row + warp * 16 + group;
+  query_row[1] = query_row[0] + 8;
+  float row_max[2], row_sum[2];  // row_sum: this lane's share, summed over the quad at the end
+  float accumulator[kDimTiles][4];
+  const float initial_max = plant == PlantedBug::running_max_init_zero ? 0.0f : kNegativeInfinity;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_max[r] = initial_max;
+    row_sum[r] = 0.0f;
+  }
+#pragma unroll
+  for (int tile = 0; tile < kDimTiles; ++tile) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) accumulator[tile][e] = 0.0f;
+  }
+
+  // Key tiles this query tile needs: all of them, or up to the diagonal of its last row.
+  std::int64_t keys_needed = problem.seq_len_k;
+  if (problem.causal) {
+    keys_needed = larger(0, smaller(first_row + rows - 1 + diagonal_offset + 1, problem.seq_len_k));
+  }
+  std::int64_t key_tiles = (keys_needed + kBlockN - 1) / kBlockN;
+  if (plant == PlantedBug::drop_last_key_tile) key_tiles = keys_needed / kBlockN;
+  const std::int64_t key_end =
+      plant == PlantedBug::read_past_seq_len_k ? key_tiles * kBlockN : problem.seq_len_k;
+  const float scale = plant == PlantedBug::scale_hardcoded_64 ? 0.125f : params.softmax_scale;
+  std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;  // per-CTA facts
+  mark(coverage, DeviceCoveragePoint::partial_query_tile, rows < kBlockM);
+  mark(coverage, DeviceCoveragePoint::single_key_tile, key_tiles == 1);
+  mark(coverage, DeviceCoveragePoint::many_key_tiles, key_tiles > 8);
+  mark(coverage, DeviceCoveragePoint::causal_tiles_skipped,
+       problem.causal && keys_needed < problem.seq_len_k);
+  mark(coverage, DeviceCoveragePoint::causal_tile_empty, key_tiles == 0);
+  mark(coverage, DeviceCoveragePoint::vector_loads, params.vector_loads);
+  mark(coverage, DeviceCoveragePoint::element_loads, !params.vector_loads);
+  mark(coverage, DeviceCoveragePoint::shared_kv_head, params.group_size > 1);
+
+  const std::uint16_t* k_base =
+      params.tensors.k + batch_start(problem.k_strides, problem.seq_len_k, problem.kv_heads) +
+      kv_head * problem.k_strides.head;
+  const std::uint16_t* v_base =
+      params.tensors.v + batch_start(problem.v_strides, problem.seq_len_k, problem.kv_heads) +
+      kv_head * problem.v_strides.head;
+
+  for (std::int64_t key_tile = 0; key_tile < key_tiles; ++key_tile) {
+    const std::int64_t first_key = key_tile * kBlockN;
+    const int cols = static_cast<int>(smaller(kBlockN, key_end - first_key));
+    mark(coverage, DeviceCoveragePoint::partial_key_tile, cols < kBlockN);
+    // The diagonal crosses the tile when the tile's last key is hidden from the tile's first row.
+    mark(coverage, DeviceCoveragePoint::causal_diagonal_tile,
+         problem.causal && first_key + cols - 1 > first_row + diagonal_offset);
+    __syncthreads();  // every warp is done with the previous K/V tiles
+    load_tile<kHeadDim, kBlockN>(k_tile, k_base + first_key * problem.k_strides.seq,
+                                 problem.k_strides.seq, cols, params.vector_loads);
+    load_tile<kHeadDim, kBlockN>(v_tile, v_base + first_key * problem.v_strides.seq,
+                                 problem.v_strides.seq, cols, params.vector_loads);
+    if (plant != PlantedBug::missing_syncthreads) __syncthreads();  // the tiles are in place
+
+    // S = Q K^T: B operand (K^T, "col") pairs are consecutive head_dim elements of one key row.
+    float scores[kKeyTiles][4];
+#pragma unroll
+    for (int tile = 0; tile < kKeyTiles; ++tile) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) scores[tile][e] = 0.0f;
+      const std::uint16_t* key_row = k_tile + (tile * 8 + group) * kStride + 2 * quad_lane;
+#pragma unroll
+      for (int step = 0; step < kDimSteps; ++step) {
+        Traits::mma(scores[tile], q_fragment[step], load_pair(key_row + step * 16),
+                    load_pair(key_row + step * 16 + 8));
+      }
+    }
+
+    // Scale and mask; element e of an n8 tile is row (e / 2), column 2 * quad_lane + (e % 2).
+    float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
+#pragma unroll
+    for (int tile = 0; tile < kKeyTiles; ++tile) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = tile * 8 + 2 * quad_lane + (e % 2);
+        const std::int64_t last_key =
+            problem.causal ? query_row[e / 2] + diagonal_offset : key_end - 1;
+        const bool visible = col < cols && first_key + col <= last_key;
+        scores[tile][e] = visible ? scores[tile][e] * scale : kNegativeInfinity;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[tile][e]);
+      }
+    }
+
+    float correction[2], safe_max[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float new_max =
+          plant == PlantedBug::no_max_subtraction ? 0.0f : fmaxf(row_max[r], quad_max(tile_max[r]));
+      // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
+      // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
+      safe_max[r] = new_max == kNegativeInfinity ? 0.0f : new_max;
+      correction[r] = expf(row_max[r] - safe_max[r]);
+      const bool rescaled = row_max[r] != kNegativeInfinity && new_max > row_max[r];
+      mark(params.coverage, DeviceCoveragePoint::running_max_grew, rescaled);
+      mark(params.coverage, DeviceCoveragePoint::correction_underflow,
+           rescaled && correction[r] == 0.0f);
+      row_max[r] = new_max;
+    }
+
+    // P = exp(S - m): summed unrounded, then rounded to the input dtype for the tensor cores.
+    float tile_sum[2] = {0.0f, 0.0f};
+    std::uint32_t probability[kKeyTiles][2];  // packed pairs: [tile][row half]
+#pragma unroll
+    for (int tile = 0; tile < kKeyTiles; ++tile) {
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        p[e] = expf(scores[tile][e] - safe_max[e / 2]);
+        tile_sum[e / 2] += p[e];
+        mark(params.coverage, DeviceCoveragePoint::probability_underflow,
+             p[e] == 0.0f && scores[tile][e] != kNegativeInfinity);
+        mark(params.coverage, DeviceCoveragePoint::probability_subnormal,
+             p[e] != 0.0f && Traits::round(p[e]) < Traits::kMinNormal);
+      }
+      probability[tile][0] = Traits::pack(p[0], p[1]);
+      probability[tile][1] = Traits::pack(p[2], p[3]);
+    }
+    // The stale_row_sum plant adds the last tile's sum only after the final division.
+    if (plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
+    }
+    if (plant != PlantedBug::skip_rescale) {
+#pragma unroll
+      for (int tile = 0; tile < kDimTiles; ++tile) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) accumulator[tile][e] *= correction[e / 2];
+      }
+    }
+
+    // O += P V. The accumulator layout of two n8 tiles of S is the A layout of one k16 step;
+    // B (V, "col") pairs are two consecutive key rows of one head_dim column.
+#pragma unroll
+    for (int step = 0; step < kKeySteps; ++step) {
+      const std::uint32_t a[4] = {probability[2 * step][0], probability[2 * step][1],
+                                  probability[2 * step + 1][0], probability[2 * step + 1][1]};
+      const std::uint16_t* value_rows = v_tile + (step * 16 + 2 * quad_lane) * kStride + group;
+#pragma unroll
+      for (int tile = 0; tile < kDimTiles; ++tile) {
+        const std::uint16_t* column = value_rows + tile * 8;
+        const std::uint32_t b0 = column[0] | (static_cast<std::uint32_t>(column[kStride]) << 16);
+        const std::uint32_t b1 =
+            column[8 * kStride] | (static_cast<std::uint32_t>(column[9 * kStride]) << 16);
+        Traits::mma(accumulator[tile], a, b0, b1);
+      }
+    }
+    if (plant == PlantedBug::pv_fp16_accumulation) {
+#pragma unroll
+      for (int tile = 0; tile < kDimTiles; ++tile) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) accumulator[tile][e] = Traits::round(accumulator[tile][e]);
+      }
+    }
+  }
+
+  // ---- O = acc / l, 0 for rows that saw no key, stored in the input dtype ----
+  std::uint16_t* o_base = params.tensors.o +
+                          batch_start(problem.o_strides, problem.seq_len_q, problem.heads) +
+                          head * problem.o_strides.head;
+  const std::int64_t row_limit =
+      plant == PlantedBug::write_past_output_end ? problem.seq_len_q + 1 : problem.seq_len_q;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float total = quad_sum(row_sum[r]);
+    const bool saw_no_key = !(total > 0.0f);
+    const float inverse = 1.0f / total;
+    if (query_row[r] >= row_limit) continue;
+    mark(params.coverage, DeviceCoveragePoint::fully_masked_row, saw_no_key);
+    std::uint16_t* o_row = o_base + query_row[r] * problem.o_strides.seq + 2 * quad_lane;
+#pragma unroll
+    for (int tile = 0; tile < kDimTiles; ++tile) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float value = accumulator[tile][2 * r + half] * inverse;
+        if (saw_no_key && plant != PlantedBug::masked_row_nan) value = 0.0f;
+        mark(params.coverage, DeviceCoveragePoint::output_nonfinite, !isfinite(value));
+        o_row[tile * 8 + half] = Traits::store(value);
+      }
+    }
+  }
+}
+
+template <int kHeadDim, int kBlockN>
+constexpr int shared_bytes() {
+  return (kBlockM + 2 * kBlockN) * (kHeadDim + kPadding) * static_cast<int>(sizeof(std::uint16_t));
+}
+
+template <int kHeadDim, typename Element>
+void launch(const FlashParams& params, std::int64_t query_tiles, cudaStream_t stream) {
+  constexpr int kBlockN = find_tile_config(kHeadDim)->block_n;
+  static_assert(kBlockN % 16 == 0, "block_n must be whole k16 steps of P V");
+  static_assert(kHeadDim % 16 == 0, "head_dim must be whole k16 steps of Q K^T");
+  static_assert(find_tile_config(kHeadDim)->block_m == kBlockM, "one m16 MMA tile per warp");
+  constexpr int kSharedBytes = shared_bytes<kHeadDim, kBlockN>();
+  auto* kernel = &flash_forward<kHeadDim, kBlockN, Element>;
+  // Past 48 KiB a kernel must opt in to the larger shared-memory carve-out.
+  ATTNFUZZ_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
+  const dim3 grid(static_cast<unsigned>(query_tiles), static_cast<unsigned>(params.problem.heads),
+                  static_cast<unsigned>(params.problem.batch));
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(params);
+  ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+}
+
+using Launcher = void (*)(const FlashParams&, std::int64_t, cudaStream_t);
+
+// One row per tile configuration of flash_tile_traits.h: its launchers for each dtype.
+struct LaunchEntry {
+  int head_dim;
+  Launcher fp16;
+  Launcher bf16;
+};
+constexpr LaunchEntry kLaunchers[] = {
+    {32, launch<32, __half>, launch<32, __nv_bfloat16>},
+    {64, launch<64, __half>, launch<64, __nv_bfloat16>},
+    {96, launch<96, __half>, launch<96, __nv_bfloat16>},
+    {128, launch<128, __half>, launch<128, __nv_bfloat16>},
+    {256, launch<256, __half>, launch<256, __nv_bfloat16>},
+};
+static_assert(std::size(kLaunchers) == std::size(kFlashTileConfigs),
+              "every tile configuration has a launcher");
+
+const LaunchEntry* find_launcher(std::int64_t head_dim) {
+  for (const LaunchEntry& entry : kLaunchers) {
+    if (entry.head_dim == head_dim) return &entry;
+  }
+  return nullptr;
+}
+
+bool rows_aligned_16_bytes(const void* base, const TensorStrides& strides) {
+  return reinterpret_cast<std::uintptr_t>(base) % 16 == 0 && strides.batch % 8 == 0 &&
+         strides.seq % 8 == 0 && strides.head % 8 == 0;
+}
+
+constexpr PlantedBug kCudaFlashPlants[] = {
+#define ATTNFUZZ_CUDA_FLASH_PLANT(id, effect, origin) PlantedBug::id,
+    ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)
+#undef ATTNFUZZ_CUDA_FLASH_PLANT
+};
+
+// Grid dimensions y and z (heads, batch) are limited to 65535 on every architecture.
+constexpr std::int64_t kMaxGridYZ = 65535;
+
+class CudaFlashKernel final : public AttentionKernel {
+ public:
+  std::string_view name() const override { return "cuda_flash"; }
+  std::string_view summary() const override {
+    return "FlashAttention-2 style CUDA kernel: mma.sync m16n8k16, online softmax in registers";
+  }
+  std::string capabilities() const override {
+    std::ostringstream text;
+    text << "fp16, bf16; head_dim";
+    for (const LaunchEntry& entry : kLaunchers) text << ' ' << entry.head_dim;
+    text << "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides; batch, heads <= "
+         << kMaxGridYZ;
+    return text.str();
+  }
+  ExecutionSite site() const override { return ExecutionSite::cuda_device; }
+  std::span<const PlantedBug> plants() const override { return kCudaFlashPlants; }
+
+  SupportVerdict supports(const AttentionProblem& problem) const override {
+    if (find_launcher(problem.head_dim) == nullptr) {
+      std::ostringstream reason;
+      reason << "cuda_flash has no kernel for head_dim " << problem.head_dim << " (supported:";
+      for (const LaunchEntry& entry : kLaunchers) reason << ' ' << entry.head_dim;
+      reason << ')';
+      return SupportVerdict::no(reason.str());
+    }
+    if (problem.batch > kMaxGridYZ || problem.heads > kMaxGridYZ) {
+      return SupportVerdict::no("cuda_flash launches one CTA row per head and batch: at most " +
+                                std::to_string(kMaxGridYZ) + " of each");
+    }
+    return SupportVerdict::yes();
+  }
+
+  void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
+               PlantedBug plant) const override {
+    const LaunchEntry& entry = *find_launcher(problem.head_dim);
+    FlashParams params{};
+    params.problem = problem;
+    params.tensors = tensors;
+    params.group_size = problem.group_size();
+    params.softmax_scale = static_cast<float>(problem.softmax_scale);
+    params.vector_loads = rows_aligned_16_bytes(tensors.q, problem.q_strides) &&
+                          rows_aligned_16_bytes(tensors.k, problem.k_strides) &&
+                          rows_aligned_16_bytes(tensors.v, problem.v_strides);
+    params.plant = plant;
+    if (device_coverage_enabled) {
+      ATTNFUZZ_CUDA_CHECK(
+          cudaGetSymbolAddress(reinterpret_cast<void**>(&params.coverage), device_coverage));
+    }
+    const std::int64_t query_tiles = plant == PlantedBug::partial_last_query_tile_unwritten
+                                         ? problem.seq_len_q / kBlockM
+                                         : (problem.seq_len_q + kBlockM - 1) / kBlockM;
+    if (query_tiles == 0) return;  // the plant left nothing to launch
+    const Launcher launcher = problem.dtype == Dtype::fp16 ? entry.fp16 : entry.bf16;
+    launcher(params, query_tiles, nullptr);
+    ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  }
+};
+
+}  // namespace
+
+const AttentionKernel& cuda_flash_kernel() {
+  static const CudaFlashKernel kernel;
+  return kernel;
+}
+
+void set_device_coverage(bool enabled) {
+  device_coverage_enabled = enabled;
+  take_device_coverage();  // recording starts with every point clear
+}
+
+std::vector<std::uint8_t> take_device_coverage() {
+  if (!device_coverage_enabled) return {};
+  std::vector<std::uint8_t> points(kDeviceCoverageCount);
+  ATTNFUZZ_CUDA_CHECK(cudaMemcpyFromSymbol(points.data(), device_coverage, points.size()));
+  const std::vector<std::uint8_t> cleared(kDeviceCoverageCount, 0);
+  ATTNFUZZ_CUDA_CHECK(cudaMemcpyToSymbol(device_coverage, cleared.data(), cleared.size()));
+  return points;
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# GPU validation in one command, on a machine with an NVIDIA GPU. Builds for that GPU, then runs
+# and records, commands and raw output, in docs/validation/<date>-<gpu>.md:
+#   1. the test suite (the GPU tests run instead of skipping)
+#   2. corpus/matrix/pr.json on cuda_flash and on cuda_naive: zero false alarms expected
+#   3. every planted bug of cuda_flash on corpus/matrix/edges.json: each must fail (exit 1)
+#   4. compute-sanitizer memcheck and racecheck on corpus/matrix/sanitize.json (correct kernels:
+#      no errors), and racecheck on the missing_syncthreads plant (it must report the race)
+#   5. the seed's 27-case matrix end to end, timed
+#   6. bench_cuda_flash beside PyTorch's scaled_dot_product_attention (scripts/bench_sdpa.py)
+#
+#   scripts/gpu_validate.sh [--arch 90] [--build-dir build-gpu] [--quick] [--dry-run]
+#
+# --quick skips the pr.json runs on cuda_naive and the racecheck of the plant (the slow parts).
+# --dry-run prints every step's command without running anything.
+# Dependencies: where scripts/install_deps.sh can reach Debian's packages it is used; a machine with
+# no registry takes the .deb files of scripts/fetch_gpu_deps.sh from .gpu-deps/, unpacked into the
+# build folder (nothing is installed into /).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+arch=90
+build_dir=build-gpu
+quick=0
+dry_run=0
+while (($#)); do
+  case "$1" in
+    --arch) arch=$2; shift 2 ;;
+    --build-dir) build_dir=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --dry-run) dry_run=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "gpu_validate: unknown argument '$1'" >&2; exit 3 ;;
+  esac
+done
+
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+gpu=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo no-gpu) | head -n 1)
+slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/^-//; s/-$//')
+record="docs/validation/$(date -u +%Y-%m-%d)-${slug}.md"
+harness="$build_dir/fuzz_attention"
+failures=0
+
+# ---- the record: each step's command, exit code and raw output ----
+if ((dry_run)); then
+  record=/dev/stdout
+else
+  mkdir -p docs/validation
+  {
+    echo "# GPU validation: $gpu"
+    echo
+    echo "Recorded by \`scripts/gpu_validate.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit"
+    echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)'), built for sm_$arch."
+    echo "Each step shows its command, its exit code and its raw output."
+  } >"$record"
+fi
+
+# step TITLE EXPECTED_EXIT COMMAND...: runs the command, appends it to the record, counts a
+# failure when its exit code is not the expected one ("any" accepts every code).
+step() {
+  local title=$1 expected=$2
+  shift 2
+  if ((dry_run)); then
+    printf '## %s (expect exit %s)\n    %s\n' "$title" "$expected" "$*"
+    return 0
+  fi
+  echo "== $title" >&2
+  local log started ended status
+  log=$(mktemp)
+  started=$(date +%s.%N)
+  "$@" >"$log" 2>&1
+  status=$?
+  ended=$(date +%s.%N)
+  local verdict=ok
+  if [[ $expected != any && $status != "$expected" ]]; then
+    verdict="UNEXPECTED (expected $expected)"
+    failures=$((failures + 1))
+  fi
+  {
+    echo
+    echo "## $title"
+    echo
+    echo '```'
+    echo "\$ $*"
+    # Long outputs keep their head and tail; the middle is counted, not dropped silently.
+    if (($(wc -l <"$log") > 400)); then
+      head -n 150 "$log"
+      echo "... [$(($(wc -l <"$log") - 300)) lines omitted] ..."
+      tail -n 150 "$log"
+    else
+      cat "$log"
+    fi
+    echo '```'
+    awk -v s="$status" -v v="$verdict" -v a="$started" -v b="$ended" \
+      'BEGIN {printf "exit %s (%s), %.1f s\n", s, v, b - a}'
+  } >>"$record"
+  echo "   exit $status ($verdict)" >&2
+  rm -f "$log"
+  return 0
+}
+
+# ---- dependencies and build ----
+cmake_args=(-S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNFUZZ_WERROR=ON
+  "-DCMAKE_CUDA_ARCHITECTURES=$arch")
+if [[ -d .gpu-deps ]] && ls .gpu-deps/*.deb >/dev/null 2>&1; then
+  prefix="$PWD/$build_dir/deps"
+  if ((!dry_run)); then
+    mkdir -p "$prefix"
+    for package in .gpu-deps/*.deb; do dpkg-deb -x "$package" "$prefix"; done
+  fi
+  multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix/usr"
+    "-DOpenBLAS_INCLUDE_DIRS=$prefix/usr/include/$multiarch/openblas-pthread"
+    "-DOpenBLAS_LIBRARIES=$prefix/usr/lib/$multiarch/openblas-pthread/libopenblas.so"
+    "-DCMAKE_CXX_FLAGS=-isystem $prefix/usr/include")
+  export LD_LIBRARY_PATH="$prefix/usr/lib/$multiarch/openblas-pthread:$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+elif command -v apt-get >/dev/null 2>&1 && ((!dry_run)); then
+  bash scripts/install_deps.sh >&2 || true
+fi
+
+step "GPU and toolkit" any bash -c "nvidia-smi; nvcc --version"
+step "configure for sm_$arch" 0 cmake "${cmake_args[@]}"
+step "build" 0 cmake --build "$build_dir" --parallel "$(nproc)"
+
+# ---- tests, matrices, plants ----
+step "test suite (GPU tests run)" 0 ctest --test-dir "$build_dir" --parallel 4 --output-on-failure
+step "pr.json on cuda_flash" 0 "$harness" --configs corpus/matrix/pr.json --kernel cuda_flash --quiet \
+  --json "$build_dir/pr-cuda_flash.json" --junit "$build_dir/pr-cuda_flash.xml"
+if ((!quick)); then
+  step "pr.json on cuda_naive" 0 "$harness" --configs corpus/matrix/pr.json --kernel cuda_naive --quiet \
+    --json "$build_dir/pr-cuda_naive.json"
+fi
+plants=$("$harness" --list-kernels 2>/dev/null | awk '
+  $1 == "cuda_flash" {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
+  inside && /^    [a-z_0-9]+:/ {sub(":", "", $1); print $1}')
+((dry_run)) && plants="EACH_PLANT_OF_CUDA_FLASH"
+for plant in $plants; do
+  step "plant $plant on edges.json (must fail)" 1 "$harness" --configs corpus/matrix/edges.json \
+    --kernel cuda_flash --plant "$plant" --quiet --fail-fast
+done
+
+# ---- sanitizers ----
+sanitize=(--configs corpus/matrix/sanitize.json --quiet)
+for kernel in cuda_flash cuda_naive; do
+  step "memcheck, $kernel" 0 compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full \
+    "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu
+  step "racecheck, $kernel" 0 compute-sanitizer --tool racecheck --error-exitcode 99 \
+    "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu
+done
+step "memcheck, cuda_flash with write_past_output_end (the guard reports it first: exit 1)" 1 \
+  compute-sanitizer --tool memcheck "$harness" "${sanitize[@]}" --kernel cuda_flash \
+  --plant write_past_output_end --oracle cpu
+if ((!quick)); then
+  step "racecheck, cuda_flash with missing_syncthreads (must report hazards: exit 99)" 99 \
+    compute-sanitizer --tool racecheck --error-exitcode 99 "$harness" "${sanitize[@]}" \
+    --kernel cuda_flash --plant missing_syncthreads --oracle cpu --case sanitize/2
+fi
+
+# ---- timing ----
+step "seed27 matrix end to end (default backend: cuda_flash, cuBLAS oracle for large cases)" 0 \
+  bash -c "time '$harness' --configs corpus/matrix/seed27.json --json '$build_dir/seed27.json'"
+step "bench_cuda_flash" 0 "$build_dir/bench_cuda_flash"
+step "PyTorch scaled_dot_product_attention, same shapes" any python3 scripts/bench_sdpa.py
+
+if ((!dry_run)); then
+  echo >>"$record"
+  echo "Steps with an unexpected exit code: $failures" >>"$record"
+  echo "gpu_validate: wrote $record; steps with an unexpected exit code: $failures" >&2
+fi
+((failures == 0))
