@@ -82,8 +82,9 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
             " failed: " + staging_error.what();
   }
   if (!error.empty()) {
-    const cudaError_t state = cudaDeviceSynchronize();
-    if (is_sticky(state) || is_sticky(cudaGetLastError())) {
+    cudaError_t state = cudaDeviceSynchronize();
+    if (!is_sticky(state)) state = cudaGetLastError();
+    if (is_sticky(state)) {
       mark_cuda_context_lost("the CUDA context was lost to an earlier case's error (" +
                              std::string(cudaGetErrorName(state)) + "): " + error);
     }
