@@ -38,6 +38,8 @@ namespace attnfuzz {
     "Run only the case with this id (repeatable), e.g. --case edges/12")                          \
   X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")           \
   X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")      \
+  X(OPTION, std::string, markdown, "--markdown", "",                                              \
+    "Write a Markdown summary here (atomically), e.g. $GITHUB_STEP_SUMMARY")                      \
   X(OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")        \
   X(FLAG, bool, fail_fast, "--fail-fast", false,                                                  \
     "Stop at the first failing case (or, with --properties, the first failing property)")         \

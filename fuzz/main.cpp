@@ -320,6 +320,11 @@ int run(int argc, char** argv) {
     write_file_atomically(options.json, run_to_json(report).dump(2) + "\n");
   }
   if (!options.junit.empty()) write_file_atomically(options.junit, run_to_junit_xml(report));
+  if (!options.markdown.empty()) {
+    write_file_atomically(options.markdown, run_to_markdown(report, [&](const CaseResult& result) {
+                            return replay_command(options, plan, result);
+                          }));
+  }
   return report.summary.exit_code;
 }
 

@@ -77,21 +77,7 @@ void write_table_summary(std::ostream& out, const RunReport& report) {
       << " failed, " << summary.skipped << " skipped (exit " << summary.exit_code << ") in "
       << formatted("%.2f", summary.wall_seconds) << " s\n";
 
-  // Skip reasons, most common first; ties keep the order in which they first appeared.
-  std::vector<std::pair<std::string, int>> skip_reasons;
-  for (const CaseResult& result : report.results) {
-    if (result.status != CaseStatus::skip) continue;
-    const auto found =
-        std::find_if(skip_reasons.begin(), skip_reasons.end(),
-                     [&](const auto& entry) { return entry.first == result.reason; });
-    if (found == skip_reasons.end()) {
-      skip_reasons.emplace_back(result.reason, 1);
-    } else {
-      ++found->second;
-    }
-  }
-  std::stable_sort(skip_reasons.begin(), skip_reasons.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  const std::vector<std::pair<std::string, int>> skip_reasons = skip_reasons_by_count(report);
   if (!skip_reasons.empty()) out << "skipped because:\n";
   for (const auto& [reason, count] : skip_reasons) {
     out << "  " << count << " x " << (reason.empty() ? "(no reason given)" : reason) << '\n';

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -21,6 +22,12 @@ nlohmann::json case_to_json(const CaseResult& result);
 nlohmann::json run_to_json(const RunReport& report);
 
 std::string run_to_junit_xml(const RunReport& report);
+
+// GitHub-flavoured Markdown sized for $GITHUB_STEP_SUMMARY: a summary line, a table of failures
+// with the command that replays each (`replay_of` renders it), and skipped cases counted by
+// reason.
+std::string run_to_markdown(const RunReport& report,
+                            const std::function<std::string(const CaseResult&)>& replay_of);
 
 void write_table_header(std::ostream& out);
 void write_table_row(std::ostream& out, const CaseResult& result);

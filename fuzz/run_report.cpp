@@ -1,5 +1,6 @@
 #include "fuzz/run_report.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "fuzz/exit_codes.h"
@@ -31,6 +32,24 @@ void summarize(RunReport& report) {
   } else {
     summary.exit_code = kExitPass;
   }
+}
+
+std::vector<std::pair<std::string, int>> skip_reasons_by_count(const RunReport& report) {
+  std::vector<std::pair<std::string, int>> reasons;
+  for (const CaseResult& result : report.results) {
+    if (result.status != CaseStatus::skip) continue;
+    const auto found = std::find_if(reasons.begin(), reasons.end(), [&](const auto& entry) {
+      return entry.first == result.reason;
+    });
+    if (found == reasons.end()) {
+      reasons.emplace_back(result.reason, 1);
+    } else {
+      ++found->second;
+    }
+  }
+  std::stable_sort(reasons.begin(), reasons.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return reasons;
 }
 
 std::string utc_timestamp() {

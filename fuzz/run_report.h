@@ -47,4 +47,8 @@ std::string utc_timestamp();
 // Tallies results into summary counts and the exit code (0 pass, 1 fail, 2 nothing ran).
 void summarize(RunReport& report);
 
+// The reasons cases were skipped and how many each, most common first (ties keep the order in
+// which they first appeared).
+std::vector<std::pair<std::string, int>> skip_reasons_by_count(const RunReport& report);
+
 }  // namespace attnfuzz
