@@ -72,12 +72,7 @@ class CpuFlashKernel final : public AttentionKernel {
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
     if (find_tile_config(problem.head_dim) == nullptr) {
-      std::ostringstream reason;
-      reason << "cpu_flash has no tile configuration for head_dim " << problem.head_dim
-             << " (supported:";
-      for (const FlashTileConfig& config : kFlashTileConfigs) reason << ' ' << config.head_dim;
-      reason << ')';
-      return SupportVerdict::no(reason.str());
+      return SupportVerdict::no(no_tile_config_reason(name(), problem.head_dim));
     }
     return SupportVerdict::yes();
   }

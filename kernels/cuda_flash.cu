@@ -476,11 +476,7 @@ class CudaFlashKernel final : public AttentionKernel {
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
     if (find_launcher(problem.head_dim) == nullptr) {
-      std::ostringstream reason;
-      reason << "cuda_flash has no kernel for head_dim " << problem.head_dim << " (supported:";
-      for (const LaunchEntry& entry : kLaunchers) reason << ' ' << entry.head_dim;
-      reason << ')';
-      return SupportVerdict::no(reason.str());
+      return SupportVerdict::no(no_tile_config_reason(name(), problem.head_dim));
     }
     if (problem.batch > kMaxGridYZ || problem.heads > kMaxGridYZ) {
       return SupportVerdict::no("cuda_flash launches one CTA row per head and batch: at most " +

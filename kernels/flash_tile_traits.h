@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace attnfuzz {
 
@@ -34,6 +36,17 @@ constexpr const FlashTileConfig* find_tile_config(std::int64_t head_dim) {
     if (config.head_dim == head_dim) return &config;
   }
   return nullptr;
+}
+
+// Why a flash kernel cannot run a head dim, naming those it can: "<kernel> has no tile
+// configuration for head_dim 80 (supported: 32 64 96 128 256)".
+inline std::string no_tile_config_reason(std::string_view kernel, std::int64_t head_dim) {
+  std::string reason = std::string(kernel) + " has no tile configuration for head_dim " +
+                       std::to_string(head_dim) + " (supported:";
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    reason += ' ' + std::to_string(config.head_dim);
+  }
+  return reason + ')';
 }
 
 static_assert(find_tile_config(64)->block_m % 16 == 0, "block_m must be whole m16 MMA tiles");
