@@ -21,6 +21,7 @@ struct RunSettings {
   OracleChoice oracle = OracleChoice::auto_select;
   std::string kernel;  // overrides every case's kernel when set
   PlantedBug plant = PlantedBug::none;
+  std::string kernel_lib;  // the plugin the kernel was loaded from, for replay commands; or empty
 };
 
 std::string_view backend_name(Backend backend);

@@ -32,6 +32,8 @@ namespace attnfuzz {
   X(OPTION, std::string, oracle, "--oracle", "auto",                                              \
     "auto: cuBLAS float64 for large cases run on a GPU, else CPU float64; cpu; cuda")             \
   X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                 \
+  X(OPTION, std::string, kernel_lib, "--kernel-lib", "",                                          \
+    "Load a kernel plugin (a shared library, include/attnfuzz/attnfuzz_plugin.h) and run on it")  \
   X(OPTION, std::string, plant, "--plant", "none",                                                \
     "Switch on a planted bug in the kernel (see --list-kernels)")                                 \
   X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                     \

@@ -10,10 +10,10 @@
 // copied into extra counters after every case too.
 //
 //   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--plant=NAME] [--backend=NAME]
-//                            [CORPUS_DIR...]
-// The kernel, plant and backend (cpu by default; auto or cuda for the CUDA kernels) come from
-// those flags (libFuzzer ignores flags that start with "--") or from ATTNFUZZ_KERNEL,
-// ATTNFUZZ_PLANT and ATTNFUZZ_BACKEND.
+//                            [--kernel-lib=PLUGIN.so] [CORPUS_DIR...]
+// The kernel, plant, backend (cpu by default; auto or cuda for the CUDA kernels) and a kernel
+// plugin to load come from those flags (libFuzzer ignores flags that start with "--") or from
+// ATTNFUZZ_KERNEL, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND and ATTNFUZZ_KERNEL_LIB.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +29,7 @@
 #include "kernels/device_coverage.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/planted_bug.h"
+#include "kernels/plugin_kernel.h"
 
 namespace attnfuzz {
 namespace {
@@ -44,6 +45,16 @@ RunSettings& settings() {
 
 void take_setting(const char* name, const std::string& value) {
   if (std::strcmp(name, "kernel") == 0) settings().kernel = value;
+  if (std::strcmp(name, "kernel-lib") == 0) {
+    try {
+      const AttentionKernel& plugin = load_plugin_kernel(value);
+      settings().kernel_lib = value;
+      if (settings().kernel.empty()) settings().kernel = std::string(plugin.name());
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "fuzz_attention_libfuzzer: --kernel-lib: %s\n", error.what());
+      std::exit(3);
+    }
+  }
   if (std::strcmp(name, "backend") == 0) {
     for (Backend backend : {Backend::auto_select, Backend::cpu, Backend::cuda}) {
       if (backend_name(backend) == value) {
@@ -73,9 +84,10 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   if (const char* kernel = std::getenv("ATTNFUZZ_KERNEL")) take_setting("kernel", kernel);
   if (const char* plant = std::getenv("ATTNFUZZ_PLANT")) take_setting("plant", plant);
   if (const char* backend = std::getenv("ATTNFUZZ_BACKEND")) take_setting("backend", backend);
+  if (const char* library = std::getenv("ATTNFUZZ_KERNEL_LIB")) take_setting("kernel-lib", library);
   for (int index = 1; index < *argc; ++index) {
     const std::string argument = (*argv)[index];
-    for (const char* name : {"kernel", "plant", "backend"}) {
+    for (const char* name : {"kernel-lib", "kernel", "plant", "backend"}) {
       const std::string prefix = std::string("--") + name + "=";
       if (argument.rfind(prefix, 0) == 0) take_setting(name, argument.substr(prefix.size()));
     }
@@ -111,7 +123,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::cerr << "\n==== attnfuzz: kernel " << result.kernel_name << " failed ====\n"
             << "case: " << case_keys_to_json(*attention_case).dump() << "\n"
             << "reason: " << result.reason << "\n"
-            << "replay: fuzz_attention --replay <this crash file> --kernel " << result.kernel_name
+            << "replay: fuzz_attention --replay <this crash file>"
+            << (settings().kernel_lib.empty() ? std::string()
+                                              : " --kernel-lib " + settings().kernel_lib)
+            << " --kernel " << result.kernel_name
             << (result.plant != "none" ? " --plant " + result.plant : std::string()) << "\n";
   std::abort();
 }

@@ -22,6 +22,7 @@
 #include "fuzz/properties.h"
 #include "fuzz/report_writers.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/plugin_kernel.h"
 
 namespace attnfuzz {
 namespace {
@@ -134,6 +135,7 @@ std::string replay_command(const HarnessOptions& options, const RunPlan& plan,
   } else if (!options.configs.empty()) {
     command += " --configs " + shell_word(options.configs);
   }
+  if (!options.kernel_lib.empty()) command += " --kernel-lib " + shell_word(options.kernel_lib);
   command += " --case " + shell_word(id) + " --kernel " + result.kernel_name;
   if (result.plant != "none") command += " --plant " + result.plant;
   return command;
@@ -245,6 +247,14 @@ int run(int argc, char** argv) {
   const HarnessOptions options = parse_harness_options(argc, argv);
   if (options.threads < 0) throw HarnessError("--threads: must be >= 0");
   set_default_thread_count(options.threads);
+  std::string plugin_kernel;  // the name a --kernel-lib plugin reports
+  if (!options.kernel_lib.empty()) {
+    try {
+      plugin_kernel = std::string(load_plugin_kernel(options.kernel_lib).name());
+    } catch (const std::runtime_error& error) {
+      throw HarnessError(std::string("--kernel-lib: ") + error.what());
+    }
+  }
   if (options.list_kernels) {
     list_kernels(std::cout);
     return kExitPass;
@@ -252,7 +262,8 @@ int run(int argc, char** argv) {
   RunSettings settings;
   settings.backend = parse_backend(options.backend);
   settings.oracle = parse_oracle(options.oracle);
-  settings.kernel = options.kernel;
+  settings.kernel = options.kernel.empty() ? plugin_kernel : options.kernel;
+  settings.kernel_lib = options.kernel_lib;
   const std::optional<PlantedBug> plant = parse_planted_bug(options.plant);
   if (!plant) throw HarnessError("--plant: unknown planted bug '" + options.plant + "'");
   settings.plant = *plant;

@@ -474,7 +474,10 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
           << "  minimal case: " << case_keys_to_json(*last_failing).dump() << "\n"
           << "  saved to " << outcome.saved_to.string() << "\n"
           << "  replay: fuzz_attention --properties --property " << name << " --replay "
-          << outcome.saved_to.string() << " --kernel " << kernel
+          << outcome.saved_to.string()
+          << (settings.run.kernel_lib.empty() ? std::string()
+                                              : " --kernel-lib " + settings.run.kernel_lib)
+          << " --kernel " << kernel
           << (settings.run.plant != PlantedBug::none
                   ? " --plant " + std::string(planted_bug_name(settings.run.plant))
                   : std::string())

@@ -1,6 +1,7 @@
 // Every kernel under test in this build, by name.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -10,6 +11,10 @@ namespace attnfuzz {
 
 std::span<const AttentionKernel* const> all_kernels();
 const AttentionKernel* find_kernel(std::string_view name);  // nullptr when unknown
+
+// Adds a kernel made at run time (a plugin, kernels/plugin_kernel.h) and keeps it for the rest of
+// the process. The caller checks that its name is new.
+const AttentionKernel& add_kernel(std::unique_ptr<const AttentionKernel> kernel);
 
 // Kernels defined in their own files.
 const AttentionKernel& cpu_flash_kernel();

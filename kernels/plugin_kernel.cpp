@@ -1,0 +1,181 @@
+#include "kernels/plugin_kernel.h"
+
+#include <dlfcn.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attnfuzz/attnfuzz_plugin.h"
+#include "kernels/kernel_registry.h"
+
+#if ATTNFUZZ_HAVE_CUDA
+#include "core/cuda_check.h"
+#endif
+
+namespace attnfuzz {
+namespace {
+
+// The ABI's problem from ours: the same fields, spelled for C.
+attnfuzz_problem to_abi(const AttentionProblem& problem) {
+  const auto strides = [](const TensorStrides& s) {
+    return attnfuzz_strides{s.batch, s.seq, s.head};
+  };
+  attnfuzz_problem abi{};
+  abi.batch = problem.batch;
+  abi.heads = problem.heads;
+  abi.kv_heads = problem.kv_heads;
+  abi.seq_len_q = problem.seq_len_q;
+  abi.seq_len_k = problem.seq_len_k;
+  abi.head_dim = problem.head_dim;
+  abi.dtype = problem.dtype == Dtype::fp16 ? ATTNFUZZ_DTYPE_FP16 : ATTNFUZZ_DTYPE_BF16;
+  abi.causal = problem.causal ? 1 : 0;
+  abi.softmax_scale = problem.softmax_scale;
+  abi.q_strides = strides(problem.q_strides);
+  abi.k_strides = strides(problem.k_strides);
+  abi.v_strides = strides(problem.v_strides);
+  abi.o_strides = strides(problem.o_strides);
+  return abi;
+}
+
+// A message buffer the plugin writes into; whatever it leaves there is cut at its end.
+struct MessageBuffer {
+  std::vector<char> text = std::vector<char>(1024, '\0');
+  std::string str() const { return std::string(text.data(), strnlen(text.data(), text.size())); }
+};
+
+struct PluginSymbols {
+  decltype(&attnfuzz_plugin_abi_version) abi_version;
+  decltype(&attnfuzz_plugin_name) name;
+  decltype(&attnfuzz_plugin_site) site;
+  decltype(&attnfuzz_plugin_supports) supports;
+  decltype(&attnfuzz_plugin_forward) forward;
+};
+
+class PluginKernel final : public AttentionKernel {
+ public:
+  PluginKernel(std::filesystem::path path, void* handle, PluginSymbols symbols, std::string name,
+               ExecutionSite site)
+      : path_(std::move(path)),
+        handle_(handle),
+        symbols_(symbols),
+        name_(std::move(name)),
+        summary_("plugin " + path_.string()),
+        site_(site) {}
+  ~PluginKernel() override { dlclose(handle_); }
+
+  std::string_view name() const override { return name_; }
+  std::string_view summary() const override { return summary_; }
+  std::string capabilities() const override {
+    return "what attnfuzz_plugin_supports() accepts, case by case";
+  }
+  ExecutionSite site() const override { return site_; }
+  std::span<const PlantedBug> plants() const override { return {}; }
+
+  SupportVerdict supports(const AttentionProblem& problem) const override {
+    const attnfuzz_problem abi = to_abi(problem);
+    MessageBuffer reason;
+    if (symbols_.supports(&abi, reason.text.data(), reason.text.size()) != 0) {
+      return SupportVerdict::yes();
+    }
+    const std::string text = reason.str();
+    return SupportVerdict::no(name_ + " (plugin): " + (text.empty() ? "not supported" : text));
+  }
+
+  void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
+               PlantedBug /*plant: none carried*/) const override {
+    const attnfuzz_problem abi = to_abi(problem);
+    const attnfuzz_tensors abi_tensors{tensors.q, tensors.k, tensors.v, tensors.o, nullptr};
+    MessageBuffer error;
+    const int status = symbols_.forward(&abi, &abi_tensors, error.text.data(), error.text.size());
+    if (status != ATTNFUZZ_STATUS_OK) {
+      const std::string text = error.str();
+      throw std::runtime_error("plugin returned status " + std::to_string(status) + ": " +
+                               (text.empty() ? "(no message)" : text));
+    }
+#if ATTNFUZZ_HAVE_CUDA
+    if (site_ == ExecutionSite::cuda_device) ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+#endif
+  }
+
+ private:
+  std::filesystem::path path_;
+  void* handle_;
+  PluginSymbols symbols_;
+  std::string name_;
+  std::string summary_;
+  ExecutionSite site_;
+};
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+template <typename Function>
+Function find_symbol(void* handle, const char* symbol, const std::filesystem::path& path) {
+  dlerror();
+  void* address = dlsym(handle, symbol);
+  if (address == nullptr) {
+    dlclose(handle);
+    throw std::runtime_error("plugin " + path.string() + " does not export " + symbol +
+                             " (include/attnfuzz/attnfuzz_plugin.h lists the five symbols a "
+                             "plugin defines, with C linkage)");
+  }
+  return reinterpret_cast<Function>(address);
+}
+
+}  // namespace
+
+const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) {
+    throw std::runtime_error("plugin " + path.string() + ": no such file");
+  }
+  // An explicit path: dlopen would search the library path for a bare file name.
+  const std::filesystem::path absolute = std::filesystem::absolute(path);
+  void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    throw std::runtime_error("plugin " + path.string() + " cannot be loaded: " + dlerror());
+  }
+  PluginSymbols symbols{};
+  symbols.abi_version =
+      find_symbol<decltype(symbols.abi_version)>(handle, "attnfuzz_plugin_abi_version", path);
+  symbols.name = find_symbol<decltype(symbols.name)>(handle, "attnfuzz_plugin_name", path);
+  symbols.site = find_symbol<decltype(symbols.site)>(handle, "attnfuzz_plugin_site", path);
+  symbols.supports =
+      find_symbol<decltype(symbols.supports)>(handle, "attnfuzz_plugin_supports", path);
+  symbols.forward = find_symbol<decltype(symbols.forward)>(handle, "attnfuzz_plugin_forward", path);
+
+  const auto fail = [&](const std::string& problem) {
+    dlclose(handle);
+    throw std::runtime_error("plugin " + path.string() + ": " + problem);
+  };
+  if (const int version = symbols.abi_version(); version != ATTNFUZZ_PLUGIN_ABI_VERSION) {
+    fail("built for plugin ABI version " + std::to_string(version) + ", this harness speaks " +
+         std::to_string(ATTNFUZZ_PLUGIN_ABI_VERSION) +
+         ": rebuild it against this harness's "
+         "attnfuzz_plugin.h");
+  }
+  const char* reported = symbols.name();
+  const std::string name = reported == nullptr ? "" : reported;
+  if (!valid_name(name)) {
+    fail("attnfuzz_plugin_name() returned '" + name +
+         "': a name is 1 to 64 letters, digits, '_' or '-'");
+  }
+  if (find_kernel(name) != nullptr) fail("a kernel named '" + name + "' is already registered");
+  const int site = symbols.site();
+  if (site != ATTNFUZZ_SITE_HOST && site != ATTNFUZZ_SITE_CUDA_DEVICE) {
+    fail("attnfuzz_plugin_site() returned " + std::to_string(site) +
+         " (ATTNFUZZ_SITE_HOST is 0, ATTNFUZZ_SITE_CUDA_DEVICE is 1)");
+  }
+  auto kernel = std::make_unique<PluginKernel>(
+      path, handle, symbols, name,
+      site == ATTNFUZZ_SITE_HOST ? ExecutionSite::host : ExecutionSite::cuda_device);
+  return add_kernel(std::move(kernel));
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,19 @@
+// Kernels from shared libraries that implement the C plugin ABI
+// (include/attnfuzz/attnfuzz_plugin.h): a kernel author's own build, tested without rebuilding
+// attnfuzz. The loaded kernel behaves like a built-in one: it declares its site and what it
+// supports, and the harness owns all memory.
+#pragma once
+
+#include <filesystem>
+
+#include "kernels/attention_kernel.h"
+
+namespace attnfuzz {
+
+// Loads the plugin at `path`, checks its ABI version and symbols, and adds it to the registry
+// (kernel_registry.h) under the name it reports. Returns that kernel. Throws std::runtime_error
+// naming the file and the problem: not loadable, a missing symbol, another ABI version, an
+// invalid name, or a name the registry already has.
+const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path);
+
+}  // namespace attnfuzz
