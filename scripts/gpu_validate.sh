@@ -2,7 +2,8 @@
 # GPU validation in one command, on a machine with an NVIDIA GPU. Builds for that GPU, then runs
 # and records, commands and raw output, in docs/validation/<date>-<gpu>.md:
 #   1. the test suite (the GPU tests run instead of skipping)
-#   2. corpus/matrix/pr.json on cuda_flash and on cuda_naive: zero false alarms expected
+#   2. corpus/matrix/pr.json on cuda_flash, cuda_naive and the example CUDA plugin: zero false
+#      alarms expected
 #   3. every planted bug of cuda_flash on corpus/matrix/edges.json: each must fail (exit 1)
 #   4. compute-sanitizer memcheck and racecheck on corpus/matrix/sanitize.json (correct kernels:
 #      no errors), and racecheck on the missing_syncthreads plant (it must report the race)
@@ -132,6 +133,8 @@ if ((!quick)); then
   step "pr.json on cuda_naive" 0 "$harness" --configs corpus/matrix/pr.json --kernel cuda_naive --quiet \
     --json "$build_dir/pr-cuda_naive.json"
 fi
+step "pr.json on the example CUDA plugin (--kernel-lib)" 0 "$harness" --configs corpus/matrix/pr.json \
+  --kernel-lib "$build_dir/examples/libexample_cuda_attention.so" --quiet
 plants=$("$harness" --list-kernels 2>/dev/null | awk '
   $1 == "cuda_flash" {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
   inside && /^    [a-z_0-9]+:/ {sub(":", "", $1); print $1}')

@@ -17,6 +17,7 @@
 
 #include "fuzz/case_runner.h"
 #include "fuzz/matrix_file.h"
+#include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
 
 namespace attnfuzz {
@@ -76,6 +77,20 @@ TEST(PluginKernel, TheBuggyExampleFailsCausalCasesAndNamesTheFailingElement) {
   }
   EXPECT_GT(failed, 20) << "a causal off-by-one must fail most causal edge cases";
 }
+
+#ifdef ATTNFUZZ_EXAMPLE_CUDA_PLUGIN
+TEST(PluginKernel, TheCudaExamplePluginRunsOnTheDeviceAndPassesEveryEdgeCase) {
+  const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_CUDA_PLUGIN, "example_cuda_attention");
+  EXPECT_EQ(example.site(), ExecutionSite::cuda_device);
+  if (!cuda_device_status().usable) {
+    GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description;
+  }
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    const CaseResult result = run_on(example, attention_case);
+    EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+  }
+}
+#endif
 
 TEST(PluginKernel, LoadingTheSamePluginTwiceIsRefusedByName) {
   plugin(ATTNFUZZ_EXAMPLE_PLUGIN, "example_cpu_attention");
