@@ -17,7 +17,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <vector>
 
 #include "core/parallel_for.h"
@@ -60,13 +59,7 @@ class CpuFlashKernel final : public AttentionKernel {
   std::string_view summary() const override {
     return "CPU twin of the FlashAttention-2 forward pass (online softmax, P in the input dtype)";
   }
-  std::string capabilities() const override {
-    std::ostringstream text;
-    text << "fp16, bf16; head_dim";
-    for (const FlashTileConfig& config : kFlashTileConfigs) text << ' ' << config.head_dim;
-    text << "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides";
-    return text.str();
-  }
+  std::string capabilities() const override { return flash_capabilities(); }
   ExecutionSite site() const override { return ExecutionSite::host; }
   std::span<const PlantedBug> plants() const override { return kCpuFlashPlants; }
 

@@ -21,7 +21,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <sstream>
 
 #include "core/cuda_check.h"
 #include "kernels/device_coverage.h"
@@ -464,12 +463,7 @@ class CudaFlashKernel final : public AttentionKernel {
     return "FlashAttention-2 style CUDA kernel: mma.sync m16n8k16, online softmax in registers";
   }
   std::string capabilities() const override {
-    std::ostringstream text;
-    text << "fp16, bf16; head_dim";
-    for (const LaunchEntry& entry : kLaunchers) text << ' ' << entry.head_dim;
-    text << "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides; batch, heads <= "
-         << kMaxGridYZ;
-    return text.str();
+    return flash_capabilities() + "; batch, heads <= " + std::to_string(kMaxGridYZ);
   }
   ExecutionSite site() const override { return ExecutionSite::cuda_device; }
   std::span<const PlantedBug> plants() const override { return kCudaFlashPlants; }

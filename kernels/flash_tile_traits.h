@@ -38,6 +38,15 @@ constexpr const FlashTileConfig* find_tile_config(std::int64_t head_dim) {
   return nullptr;
 }
 
+// What a flash kernel built on these tiles runs, in one line for --list-kernels.
+inline std::string flash_capabilities() {
+  std::string text = "fp16, bf16; head_dim";
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    text += ' ' + std::to_string(config.head_dim);
+  }
+  return text + "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides";
+}
+
 // Why a flash kernel cannot run a head dim, naming those it can: "<kernel> has no tile
 // configuration for head_dim 80 (supported: 32 64 96 128 256)".
 inline std::string no_tile_config_reason(std::string_view kernel, std::int64_t head_dim) {
