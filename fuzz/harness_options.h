@@ -36,6 +36,8 @@ namespace attnfuzz {
     "Load a kernel plugin (a shared library, include/attnfuzz/attnfuzz_plugin.h) and run on it")  \
   X(OPTION, std::string, plant, "--plant", "none",                                                \
     "Switch on a planted bug in the kernel (see --list-kernels)")                                 \
+  X(OPTION, std::string, shard, "--shard", "",                                                    \
+    "Run only part I of N of the matrix (e.g. 2/4): disjoint parts that together are the whole")  \
   X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                     \
     "Run only the case with this id (repeatable), e.g. --case edges/12")                          \
   X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")           \

@@ -21,6 +21,7 @@
 #include "fuzz/matrix_file.h"
 #include "fuzz/properties.h"
 #include "fuzz/report_writers.h"
+#include "fuzz/shard.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/plugin_kernel.h"
 
@@ -282,7 +283,8 @@ int run(int argc, char** argv) {
   }
   const RunPlan plan = plan_of(options);
   const CaseMatrix& matrix = plan.matrix;
-  const std::vector<AttentionCase> cases = select_cases(matrix, options.case_ids);
+  std::vector<AttentionCase> cases = select_cases(matrix, options.case_ids);
+  if (!options.shard.empty()) cases = cases_of_shard(cases, parse_shard(options.shard));
   const bool replaying = !options.replay.empty();
   if (!options.save_cases.empty()) return save_cases(cases, options.save_cases);
   const CaseRunner runner(settings);

@@ -187,6 +187,19 @@ TEST_F(FuzzAttention, CudaBackendWithoutAGpuSkipsEveryCaseAndExitsTwo) {
   EXPECT_EQ(result.last_line(), "0 passed, 0 failed, 2 skipped");
 }
 
+TEST_F(FuzzAttention, ShardsSplitTheMatrixAndABadShardIsAHarnessError) {
+  const RunResult first = run_matrix(kTwoCases, "--shard 1/2");
+  EXPECT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_THAT(first.out, HasSubstr("PASS t/0"));
+  EXPECT_THAT(first.out, Not(HasSubstr("t/1")));
+  const RunResult second = run_matrix(kTwoCases, "--shard 2/2");
+  EXPECT_THAT(second.out, HasSubstr("PASS t/1"));
+  EXPECT_THAT(second.out, Not(HasSubstr("t/0")));
+  const RunResult bad = run_matrix(kTwoCases, "--shard 3/2");
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_THAT(bad.err, HasSubstr("--shard: shard 3 of 2 does not exist"));
+}
+
 TEST_F(FuzzAttention, MatrixWhoseOnlyCaseHasNoTileConfigurationExitsTwo) {
   const RunResult result = run_matrix(kHeadDim80Only);
   EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
