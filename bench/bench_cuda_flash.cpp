@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/device_array.h"
 #include "fuzz/case_runner.h"
 #include "fuzz/data_distribution.h"
 #include "kernels/cuda_device_probe.h"
@@ -25,17 +26,6 @@ namespace {
 
 constexpr std::int64_t kModelWidth = 2048;
 constexpr std::int64_t kTokens = 16384;
-
-struct DeviceBuffer {
-  std::uint16_t* pointer = nullptr;
-  explicit DeviceBuffer(std::size_t elements) {
-    ATTNFUZZ_CUDA_CHECK(
-        cudaMalloc(reinterpret_cast<void**>(&pointer), elements * sizeof(std::uint16_t)));
-  }
-  ~DeviceBuffer() { cudaFree(pointer); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
 
 // The correctness gate: one batch of two heads of the shape through the ordinary case runner
 // (the oracle's cost stays small; heads and batches are only grid dimensions to the kernel).
@@ -111,15 +101,13 @@ int run(int argc, char** argv) {
         failed += !correct;
         const AttentionProblem problem = problem_of(shape);
         const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
-        DeviceBuffer q(inputs.q.size()), k(inputs.k.size()), v(inputs.v.size()),
+        DeviceArray<std::uint16_t> q(inputs.q.size()), k(inputs.k.size()), v(inputs.v.size()),
             o(static_cast<std::size_t>(
                 span_elements(problem.o_strides, problem.batch, seq_len, problem.heads, head_dim)));
-        for (auto [device, host] : {std::pair{&q, &inputs.q}, {&k, &inputs.k}, {&v, &inputs.v}}) {
-          ATTNFUZZ_CUDA_CHECK(cudaMemcpy(device->pointer, host->data(),
-                                         host->size() * sizeof(std::uint16_t),
-                                         cudaMemcpyHostToDevice));
-        }
-        const AttentionTensors tensors{q.pointer, k.pointer, v.pointer, o.pointer};
+        q.copy_from_host(inputs.q.data(), inputs.q.size());
+        k.copy_from_host(inputs.k.data(), inputs.k.size());
+        v.copy_from_host(inputs.v.data(), inputs.v.size());
+        const AttentionTensors tensors{q.get(), k.get(), v.get(), o.get()};
         const double milliseconds = median_milliseconds(*kernel, problem, tensors, warmup, runs);
         const double flops = attention_flops(problem) * (causal ? 0.5 : 1.0);
         std::printf("%-7s %-6lld %-5lld %-6lld %-6lld %10.3f %10.1f %s\n", causal ? "yes" : "no",

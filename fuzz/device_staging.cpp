@@ -1,12 +1,11 @@
 #include "fuzz/device_staging.h"
 
-#include <memory>
 #include <stdexcept>
 
 #include "kernels/cuda_device_probe.h"
 
 #if ATTNFUZZ_HAVE_CUDA
-#include "core/cuda_check.h"
+#include "core/device_array.h"
 #endif
 
 namespace attnfuzz {
@@ -14,19 +13,12 @@ namespace attnfuzz {
 #if ATTNFUZZ_HAVE_CUDA
 namespace {
 
-struct DeviceFree {
-  void operator()(std::uint16_t* pointer) const { cudaFree(pointer); }
-};
-using DeviceBuffer = std::unique_ptr<std::uint16_t, DeviceFree>;
-
-DeviceBuffer copy_to_device(const std::vector<std::uint16_t>& host, std::size_t extra = 0) {
-  std::uint16_t* pointer = nullptr;
-  ATTNFUZZ_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&pointer),
-                                 (host.size() + extra) * sizeof(std::uint16_t)));
-  DeviceBuffer buffer(pointer);
-  ATTNFUZZ_CUDA_CHECK(cudaMemcpy(pointer, host.data(), host.size() * sizeof(std::uint16_t),
-                                 cudaMemcpyHostToDevice));
-  return buffer;
+// A device copy of `host` with `extra` elements of room after it (left as they are).
+DeviceArray<std::uint16_t> copy_to_device(const std::vector<std::uint16_t>& host,
+                                          std::size_t extra = 0) {
+  DeviceArray<std::uint16_t> array(host.size() + extra);
+  array.copy_from_host(host.data(), host.size());
+  return array;
 }
 
 // Errors after which the context is unusable until the process ends (CUDA's "sticky" errors).
@@ -54,14 +46,14 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
                                  GuardedOutput& output) {
   std::string error;
   try {
-    const DeviceBuffer q = copy_to_device(inputs.q);
-    const DeviceBuffer k = copy_to_device(inputs.k);
-    const DeviceBuffer v = copy_to_device(inputs.v);
+    const DeviceArray<std::uint16_t> q = copy_to_device(inputs.q);
+    const DeviceArray<std::uint16_t> k = copy_to_device(inputs.k);
+    const DeviceArray<std::uint16_t> v = copy_to_device(inputs.v);
     // Past the checked margin, one more tile of rows that nobody checks: a kernel that overshoots
     // the margin still writes memory the harness owns, and the margin has told the story already.
     const std::size_t slack = static_cast<std::size_t>(64 * problem.o_strides.seq);
     std::vector<std::uint16_t>& host_output = output.buffer();
-    const DeviceBuffer o = copy_to_device(host_output, slack);
+    const DeviceArray<std::uint16_t> o = copy_to_device(host_output, slack);
     const std::vector<std::uint16_t> poison(slack, traits_of(problem.dtype).poison_bits);
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(o.get() + host_output.size(), poison.data(),
                                    slack * sizeof(std::uint16_t), cudaMemcpyHostToDevice));

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/device_array.h"
 #include "oracle/cublas_reference.h"
 
 namespace attnfuzz {
@@ -36,17 +36,6 @@ cublasHandle_t cublas_handle() {
     return created;
   }();
   return handle;
-}
-
-struct DeviceFree {
-  void operator()(double* pointer) const { cudaFree(pointer); }
-};
-using DeviceDoubles = std::unique_ptr<double, DeviceFree>;
-
-DeviceDoubles device_doubles(std::size_t count) {
-  double* pointer = nullptr;
-  ATTNFUZZ_CUDA_CHECK(cudaMalloc(&pointer, count * sizeof(double)));
-  return DeviceDoubles(pointer);
 }
 
 // Block-wide reduction in double; every thread gets the result.
@@ -163,12 +152,12 @@ ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
   }
   const std::int64_t chunk = std::min<std::int64_t>(pairs, budget / pair_bytes);
 
-  const DeviceDoubles query = device_doubles(chunk * query_size);
-  const DeviceDoubles key = device_doubles(chunk * key_size);
-  const DeviceDoubles value = device_doubles(chunk * value_size);
-  const DeviceDoubles scores = device_doubles(chunk * score_size);
-  const DeviceDoubles result = device_doubles(chunk * result_size);
-  const DeviceDoubles inverse = device_doubles(chunk * group_rows);
+  const DeviceArray<double> query(chunk * query_size);
+  const DeviceArray<double> key(chunk * key_size);
+  const DeviceArray<double> value(chunk * value_size);
+  const DeviceArray<double> scores(chunk * score_size);
+  const DeviceArray<double> result(chunk * result_size);
+  const DeviceArray<double> inverse(chunk * group_rows);
   std::vector<double> host_query(chunk * query_size), host_key(chunk * key_size),
       host_value(chunk * value_size), host_result(chunk * result_size),
       host_inverse(chunk * group_rows);
@@ -245,9 +234,8 @@ std::string cublas_description() {
   try {
     int version = 0;
     ATTNFUZZ_CUBLAS_CHECK(cublasGetVersion(cublas_handle(), &version));
-    return "cuBLAS " + std::to_string(version / 10000) + "." +
-           std::to_string(version / 100 % 100) + "." + std::to_string(version % 100) +
-           ", CUBLAS_PEDANTIC_MATH, float64 DGEMM";
+    return "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+           "." + std::to_string(version % 100) + ", CUBLAS_PEDANTIC_MATH, float64 DGEMM";
   } catch (const std::exception& error) {
     return std::string("cuBLAS oracle unavailable: ") + error.what();
   }
