@@ -16,14 +16,24 @@ inline std::string_view case_status_name(CaseStatus status) {
   return names[static_cast<int>(status)];
 }
 
+// Why a case was skipped: it could not run here (no usable GPU, kernel not in this build, out of
+// memory), or its kernel declares the shape unsupported. --fail-on-skip fails only the first kind.
+enum class SkipCause { unavailable, unsupported };
+inline std::string_view skip_cause_name(SkipCause cause) {
+  constexpr std::string_view names[] = {"unavailable", "unsupported"};
+  return names[static_cast<int>(cause)];
+}
+
 struct CaseResult {
   AttentionCase attention_case;
   std::string kernel_name;     // the kernel that ran (or would have run)
   std::string plant = "none";  // planted bug switched on, if any
   CaseStatus status = CaseStatus::skip;
-  std::string reason;     // why it failed or was skipped; empty on pass
-  std::string oracle;     // which reference was used, e.g. "cpu_float64"
-  Comparison comparison;  // meaningful when the kernel ran
+  std::string reason;                             // why it failed or was skipped; empty on pass
+  SkipCause skip_cause = SkipCause::unavailable;  // meaningful when skipped
+  std::string output_tail;  // a crashed or hung worker's last output; else empty
+  std::string oracle;       // which reference was used, e.g. "cpu_float64"
+  Comparison comparison;    // meaningful when the kernel ran
   bool ran = false;
   double kernel_seconds = 0.0;
   double oracle_seconds = 0.0;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <new>
 
 #include "fuzz/data_distribution.h"
 #include "fuzz/device_staging.h"
@@ -81,6 +82,8 @@ std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& pr
   const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
   try {
     kernel.forward(problem, tensors, plant);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory: the case is skipped, not failed (CaseRunner::run)
   } catch (const std::exception& error) {
     return "kernel " + std::string(kernel.name()) + " failed: " + error.what();
   }
@@ -102,6 +105,7 @@ KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) cons
   } else if (const SupportVerdict verdict = kernel->supports(problem_of(attention_case));
              !verdict.supported) {
     choice.skip_reason = verdict.reason;
+    choice.skip_cause = SkipCause::unsupported;
   } else {
     choice.kernel = kernel;
   }
@@ -109,6 +113,24 @@ KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) cons
 }
 
 CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    return run_unguarded(attention_case);
+  } catch (const std::bad_alloc&) {
+    CaseResult result;
+    result.attention_case = attention_case;
+    result.kernel_name = kernel_for(attention_case);
+    result.plant = std::string(planted_bug_name(settings_.plant));
+    result.status = CaseStatus::skip;
+    result.skip_cause = SkipCause::unavailable;
+    result.reason = "out of memory: an allocation for this case failed (std::bad_alloc)";
+    result.total_seconds = seconds_since(started);
+    result.timestamp = utc_timestamp();
+    return result;
+  }
+}
+
+CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const {
   const auto started = std::chrono::steady_clock::now();
   const KernelChoice choice = choose_kernel(attention_case);
   CaseResult result;
@@ -122,7 +144,10 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
     result.timestamp = utc_timestamp();
     return result;
   };
-  if (choice.kernel == nullptr) return finish(CaseStatus::skip, choice.skip_reason);
+  if (choice.kernel == nullptr) {
+    result.skip_cause = choice.skip_cause;
+    return finish(CaseStatus::skip, choice.skip_reason);
+  }
 
   const AttentionProblem problem = problem_of(attention_case);
   const AttentionInputs inputs =

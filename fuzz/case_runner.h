@@ -32,6 +32,7 @@ struct KernelChoice {
   std::string name;
   const AttentionKernel* kernel = nullptr;  // null when skipped
   std::string skip_reason;
+  SkipCause skip_cause = SkipCause::unavailable;
 };
 
 // Runs `kernel` on `inputs` into `output` (through device memory when the kernel runs on a CUDA
@@ -46,6 +47,7 @@ class CaseRunner {
   // Throws HarnessError when the case names an unknown kernel or one without the planted bug.
   void validate(const AttentionCase& attention_case) const;
 
+  // A case that runs out of memory (std::bad_alloc anywhere in it) is skipped with that reason.
   CaseResult run(const AttentionCase& attention_case) const;
 
   // Which kernel runs the case, or why none can (no GPU, not in this build, unsupported shape).
@@ -57,6 +59,8 @@ class CaseRunner {
   std::string kernel_for(const AttentionCase& attention_case) const;
 
  private:
+  CaseResult run_unguarded(const AttentionCase& attention_case) const;
+
   RunSettings settings_;
 };
 

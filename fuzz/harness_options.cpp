@@ -16,10 +16,16 @@ HarnessOptions parse_harness_options(int argc, char** argv) {
       "fuzz_attention"};
 #define ATTNFUZZ_FLAG_OPTION(member, flag, help) app.add_option(flag, options.member, help)
 #define ATTNFUZZ_FLAG_FLAG(member, flag, help) app.add_flag(flag, options.member, help)
+#define ATTNFUZZ_FLAG_HIDDEN_OPTION(member, flag, help) \
+  app.add_option(flag, options.member, help)->group("")
+#define ATTNFUZZ_FLAG_HIDDEN_FLAG(member, flag, help) \
+  app.add_flag(flag, options.member, help)->group("")
 #define ATTNFUZZ_FLAG_ADD(kind, type, member, flag, default_value, help) \
   ATTNFUZZ_FLAG_##kind(member, flag, help);
   ATTNFUZZ_FLAGS(ATTNFUZZ_FLAG_ADD)
 #undef ATTNFUZZ_FLAG_ADD
+#undef ATTNFUZZ_FLAG_HIDDEN_FLAG
+#undef ATTNFUZZ_FLAG_HIDDEN_OPTION
 #undef ATTNFUZZ_FLAG_FLAG
 #undef ATTNFUZZ_FLAG_OPTION
   try {

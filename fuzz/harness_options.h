@@ -8,47 +8,65 @@
 
 namespace attnfuzz {
 
-// X(kind, type, member, flag, default, help). kind: OPTION takes a value, FLAG is a switch.
-#define ATTNFUZZ_FLAGS(X)                                                                         \
-  X(OPTION, std::string, configs, "--configs", "",                                                \
-    "Matrix file to run (JSON). Default: the built-in corpus/matrix/pr.json")                     \
-  X(OPTION, std::string, replay, "--replay", "",                                                  \
-    "Run saved cases: a case file (binary, e.g. a libFuzzer crash, or JSON) or a folder of them") \
-  X(OPTION, std::string, save_cases, "--save-cases", "",                                          \
-    "Write each selected case as a binary case file into this folder (a seed corpus), then exit") \
-  X(OPTION, std::string, describe, "--describe", "",                                              \
-    "Print the cases of a case file as JSON without running them, then exit")                     \
-  X(FLAG, bool, properties, "--properties", false,                                                \
-    "Search for a case that breaks a property (RapidCheck) instead of running a matrix")          \
-  X(OPTION, double, budget, "--budget", 30.0, "Seconds for --properties")                         \
-  X(OPTION, std::vector<std::string>, property_names, "--property", {},                           \
-    "Only this property (repeatable; see --list-properties)")                                     \
-  X(OPTION, std::uint64_t, seed, "--seed", 1, "Seed of the --properties search")                  \
-  X(OPTION, std::string, regressions, "--regressions", "corpus/regressions",                      \
-    "Folder where --properties saves each minimal failing case")                                  \
-  X(FLAG, bool, list_properties, "--list-properties", false, "List the properties, then exit")    \
-  X(OPTION, std::string, backend, "--backend", "auto",                                            \
-    "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                 \
-  X(OPTION, std::string, oracle, "--oracle", "auto",                                              \
-    "auto: cuBLAS float64 for large cases run on a GPU, else CPU float64; cpu; cuda")             \
-  X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                 \
-  X(OPTION, std::string, kernel_lib, "--kernel-lib", "",                                          \
-    "Load a kernel plugin (a shared library, include/attnfuzz/attnfuzz_plugin.h) and run on it")  \
-  X(OPTION, std::string, plant, "--plant", "none",                                                \
-    "Switch on a planted bug in the kernel (see --list-kernels)")                                 \
-  X(OPTION, std::string, shard, "--shard", "",                                                    \
-    "Run only part I of N of the matrix (e.g. 2/4): disjoint parts that together are the whole")  \
-  X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                     \
-    "Run only the case with this id (repeatable), e.g. --case edges/12")                          \
-  X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")           \
-  X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")      \
-  X(OPTION, std::string, markdown, "--markdown", "",                                              \
-    "Write a Markdown summary here (atomically), e.g. $GITHUB_STEP_SUMMARY")                      \
-  X(OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")        \
-  X(FLAG, bool, fail_fast, "--fail-fast", false,                                                  \
-    "Stop at the first failing case (or, with --properties, the first failing property)")         \
-  X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")  \
-  X(FLAG, bool, list_kernels, "--list-kernels", false,                                            \
+// X(kind, type, member, flag, default, help). kind: OPTION takes a value, FLAG is a switch;
+// HIDDEN_ ones are left out of --help (how fuzz_attention starts its own worker processes).
+#define ATTNFUZZ_FLAGS(X)                                                                          \
+  X(OPTION, std::string, configs, "--configs", "",                                                 \
+    "Matrix file to run (JSON). Default: the built-in corpus/matrix/pr.json")                      \
+  X(OPTION, std::string, replay, "--replay", "",                                                   \
+    "Run saved cases: a case file (binary, e.g. a libFuzzer crash, or JSON) or a folder of them")  \
+  X(OPTION, std::string, save_cases, "--save-cases", "",                                           \
+    "Write each selected case as a binary case file into this folder (a seed corpus), then exit")  \
+  X(OPTION, std::string, describe, "--describe", "",                                               \
+    "Print the cases of a case file as JSON without running them, then exit")                      \
+  X(FLAG, bool, properties, "--properties", false,                                                 \
+    "Search for a case that breaks a property (RapidCheck) instead of running a matrix")           \
+  X(OPTION, double, budget, "--budget", 30.0, "Seconds for --properties")                          \
+  X(OPTION, std::vector<std::string>, property_names, "--property", {},                            \
+    "Only this property (repeatable; see --list-properties)")                                      \
+  X(OPTION, std::uint64_t, seed, "--seed", 1, "Seed of the --properties search")                   \
+  X(OPTION, std::string, regressions, "--regressions", "corpus/regressions",                       \
+    "Folder where --properties saves each minimal failing case")                                   \
+  X(FLAG, bool, list_properties, "--list-properties", false, "List the properties, then exit")     \
+  X(OPTION, std::string, backend, "--backend", "auto",                                             \
+    "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                  \
+  X(OPTION, std::string, oracle, "--oracle", "auto",                                               \
+    "auto: cuBLAS float64 for large cases run on a GPU, else CPU float64; cpu; cuda")              \
+  X(OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")                  \
+  X(OPTION, std::string, kernel_lib, "--kernel-lib", "",                                           \
+    "Load a kernel plugin (a shared library, include/attnfuzz/attnfuzz_plugin.h) and run on it")   \
+  X(OPTION, std::string, plant, "--plant", "none",                                                 \
+    "Switch on a planted bug in the kernel (see --list-kernels)")                                  \
+  X(OPTION, std::string, shard, "--shard", "",                                                     \
+    "Run only part I of N of the matrix (e.g. 2/4): disjoint parts that together are the whole")   \
+  X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                      \
+    "Run only the case with this id (repeatable), e.g. --case edges/12")                           \
+  X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")            \
+  X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")       \
+  X(OPTION, std::string, markdown, "--markdown", "",                                               \
+    "Write a Markdown summary here (atomically), e.g. $GITHUB_STEP_SUMMARY")                       \
+  X(OPTION, std::string, html, "--html", "",                                                       \
+    "Write a self-contained HTML report with an error_ratio heatmap here (atomically)")            \
+  X(OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")         \
+  X(OPTION, std::string, stream, "--stream", "",                                                   \
+    "Append each case's result to this JSON Lines file the moment it finishes (synced to disk)")   \
+  X(OPTION, std::string, resume, "--resume", "",                                                   \
+    "Read a --stream file of an interrupted run, run only the cases missing from it, append them") \
+  X(OPTION, double, case_timeout, "--case-timeout", 300.0,                                         \
+    "Seconds one case may take before its worker is killed and the case fails as hung (0: none)")  \
+  X(OPTION, std::int64_t, memory_limit, "--memory-limit", 0,                                       \
+    "MiB of resident memory one worker may use; a case past it is skipped (0: 3/4 of RAM)")        \
+  X(OPTION, std::string, devices, "--devices", "",                                                 \
+    "Run one worker per listed GPU (e.g. 0,1), sharing the cases; default: one worker")            \
+  X(FLAG, bool, in_process, "--in-process", false,                                                 \
+    "Run cases in this process, not in worker processes: no containment (for debuggers)")          \
+  X(FLAG, bool, fail_on_skip, "--fail-on-skip", false,                                             \
+    "Exit 1 when a case could not run here (no GPU, kernel not built, out of memory)")             \
+  X(HIDDEN_FLAG, bool, worker, "--worker", false, "Serve cases to a supervising fuzz_attention")   \
+  X(FLAG, bool, fail_fast, "--fail-fast", false,                                                   \
+    "Stop at the first failing case (or, with --properties, the first failing property)")          \
+  X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")   \
+  X(FLAG, bool, list_kernels, "--list-kernels", false,                                             \
     "List kernels, what they support and their planted bugs, then exit")
 
 struct HarnessOptions {

@@ -15,13 +15,16 @@
 #include "fuzz/build_info.h"
 #include "fuzz/case_codec.h"
 #include "fuzz/case_runner.h"
+#include "fuzz/case_worker.h"
 #include "fuzz/exit_codes.h"
 #include "fuzz/harness_error.h"
 #include "fuzz/harness_options.h"
 #include "fuzz/matrix_file.h"
 #include "fuzz/properties.h"
 #include "fuzz/report_writers.h"
+#include "fuzz/run_cases.h"
 #include "fuzz/shard.h"
+#include "fuzz/worker_memory.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/plugin_kernel.h"
 
@@ -244,6 +247,69 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
   return failed ? kExitFail : kExitPass;
 }
 
+// The cases could not run here (no GPU, kernel not built, out of memory): with --fail-on-skip
+// they fail the run. A case its kernel declares unsupported stays an ordinary skip.
+void apply_fail_on_skip(RunReport& report, std::ostream& out) {
+  const auto unavailable =
+      std::count_if(report.results.begin(), report.results.end(), [](const CaseResult& result) {
+        return result.status == CaseStatus::skip && result.skip_cause == SkipCause::unavailable;
+      });
+  if (unavailable == 0) return;
+  out << "--fail-on-skip: " << unavailable << " case(s) could not run here\n";
+  report.summary.exit_code = kExitFail;
+}
+
+// "0,1" -> {"0", "1"}: the GPUs for --devices.
+std::vector<std::string> parse_devices(const std::string& list) {
+  std::vector<std::string> devices;
+  std::size_t start = 0;
+  while (start <= list.size() && !list.empty()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string device = list.substr(start, end - start);
+    if (device.empty() || device.find_first_not_of("0123456789") != std::string::npos) {
+      throw HarnessError("--devices: expected GPU indices separated by commas (e.g. 0,1), got '" +
+                         list + "'");
+    }
+    devices.push_back(device);
+    start = end + 1;
+  }
+  return devices;
+}
+
+// How this run's cases run: in workers (this same binary, with --worker) or in this process,
+// streamed where, resumed from where.
+CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char** argv) {
+  CaseRunSettings settings;
+  settings.in_process = options.in_process;
+  settings.fail_fast = options.fail_fast;
+  settings.stream = options.stream;
+  if (!options.resume.empty()) {
+    if (!options.stream.empty() && options.stream != options.resume) {
+      throw HarnessError("--resume appends to the stream it reads; --stream names another file");
+    }
+    if (!std::filesystem::exists(options.resume)) {
+      throw HarnessError("--resume: no such file: " + options.resume);
+    }
+    settings.resume = options.resume;
+    settings.stream = options.resume;
+  }
+  if (!(options.case_timeout >= 0.0)) throw HarnessError("--case-timeout: must be >= 0 seconds");
+  if (options.memory_limit < 0) throw HarnessError("--memory-limit: must be >= 0 MiB");
+  WorkerPoolSettings& workers = settings.workers;
+  workers.devices = parse_devices(options.devices);
+  workers.case_timeout_seconds = options.case_timeout;
+  workers.memory_limit_bytes = options.memory_limit > 0
+                                   ? options.memory_limit << 20
+                                   : default_worker_memory_limit(static_cast<int>(
+                                         std::max<std::size_t>(workers.devices.size(), 1)));
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  workers.command.push_back(error ? std::string(argv[0]) : self.string());
+  for (int index = 1; index < argc; ++index) workers.command.emplace_back(argv[index]);
+  workers.command.emplace_back("--worker");
+  return settings;
+}
+
 int run(int argc, char** argv) {
   const HarnessOptions options = parse_harness_options(argc, argv);
   if (options.threads < 0) throw HarnessError("--threads: must be >= 0");
@@ -288,7 +354,10 @@ int run(int argc, char** argv) {
   const bool replaying = !options.replay.empty();
   if (!options.save_cases.empty()) return save_cases(cases, options.save_cases);
   const CaseRunner runner(settings);
+  // A worker rebuilds the same case list from the same arguments and runs what it is sent.
+  if (options.worker) return serve_cases(runner, cases);
   for (const AttentionCase& attention_case : cases) runner.validate(attention_case);
+  const CaseRunSettings case_run = case_run_settings(options, argc, argv);
 
   RunReport report;
   report.environment = describe_environment(backend_name(settings.backend));
@@ -299,26 +368,35 @@ int run(int argc, char** argv) {
 
   std::cout << "fuzz_attention: " << cases.size() << " cases from " << matrix.source << ", backend "
             << options.backend << " (" << report.environment.cuda << "), "
-            << report.environment.threads << " threads, plant " << options.plant << "\n";
+            << report.environment.threads << " threads, plant " << options.plant << ", "
+            << (case_run.in_process
+                    ? std::string("in this process")
+                    : std::to_string(std::max<std::size_t>(case_run.workers.devices.size(), 1)) +
+                          " worker process(es)")
+            << "\n";
   if (!options.quiet) write_table_header(std::cout);
   const bool show_progress = isatty(STDERR_FILENO) != 0;
-  for (std::size_t index = 0; index < cases.size(); ++index) {
-    if (show_progress) {
-      std::cerr << "\r[" << index + 1 << "/" << cases.size() << "] " << cases[index].id << "   "
-                << std::flush;
-    }
-    CaseResult result = runner.run(cases[index]);
+  std::size_t finished = 0;
+  CaseRunOutcome outcome = run_cases(runner, cases, case_run, [&](const CaseResult& result) {
+    ++finished;
     if (show_progress) std::cerr << "\r\033[K" << std::flush;
     if (!options.quiet || result.status != CaseStatus::pass) write_table_row(std::cout, result);
     if (replaying) print_replayed_case(std::cout, result);
     std::cout.flush();
-    const bool stop = options.fail_fast && result.status == CaseStatus::fail;
-    report.results.push_back(std::move(result));
-    if (stop) break;
+    if (show_progress) {
+      std::cerr << "[" << finished << "/" << cases.size() << "] " << result.attention_case.id
+                << std::flush;
+    }
+  });
+  if (show_progress) std::cerr << "\r\033[K" << std::flush;
+  if (outcome.resumed > 0) {
+    std::cout << "resumed " << outcome.resumed << " finished cases from " << options.resume << "\n";
   }
+  report.results = std::move(outcome.results);
   report.summary.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   summarize(report);
+  if (options.fail_on_skip) apply_fail_on_skip(report, std::cout);
 
   bool first_failure = true;
   for (const CaseResult& result : report.results) {
@@ -330,7 +408,9 @@ int run(int argc, char** argv) {
   std::cout << "\n";
   write_table_summary(std::cout, report);
   if (!options.json.empty()) {
-    write_file_atomically(options.json, run_to_json(report).dump(2) + "\n");
+    write_file_atomically(
+        options.json,
+        run_to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   if (!options.junit.empty()) write_file_atomically(options.junit, run_to_junit_xml(report));
   if (!options.markdown.empty()) {
@@ -338,6 +418,7 @@ int run(int argc, char** argv) {
                             return replay_command(options, plan, result);
                           }));
   }
+  if (!options.html.empty()) write_file_atomically(options.html, run_to_html(report));
   return report.summary.exit_code;
 }
 

@@ -17,7 +17,10 @@
 // one name), is an error.
 //
 // Errors throw HarnessError, one line: "<file>: case <id> (<case pointer>), field <pointer>:
-// <what>", with " (included from <file> at /include/<i>, ...)" appended inside an included file.
+// <what>", with " (included from <file> at /include/<i>, ...)" appended inside an included file;
+// a problem of the whole case drops ", field <pointer>", one of the file's shape says "top level"
+// and unparsable text "malformed JSON at byte <n>". Control characters a file's keys, names or
+// values carry into a message are escaped (\n, \u001b), so the message stays one line.
 #include "fuzz/matrix_file.h"
 
 #include <unistd.h>
@@ -320,6 +323,57 @@ double physical_memory_bytes() {
   return bytes;
 }
 
+// `message` with every control character escaped as in JSON (\n, \t, \u001b): a file's own keys
+// and values end up in messages, and a message must stay one printable line.
+std::string one_printable_line(const std::string& message) {
+  std::string line;
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      line += c;
+    } else if (c == '\n') {
+      line += "\\n";
+    } else if (c == '\r') {
+      line += "\\r";
+    } else if (c == '\t') {
+      line += "\\t";
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(byte));
+      line += escaped;
+    }
+  }
+  return line;
+}
+
+// The byte at which nlohmann's parser gives up on `text`. An out_of_range error (a number beyond
+// double's range) carries no position, so a second pass over the text, events only, finds it.
+std::size_t byte_where_parsing_stops(std::string_view text) {
+  struct ErrorLocator final : nlohmann::json_sax<Json> {
+    std::size_t byte = 0;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string&,
+                     const nlohmann::detail::exception&) override {
+      byte = position;
+      return false;
+    }
+  };
+  ErrorLocator locator;
+  Json::sax_parse(text.begin(), text.end(), &locator);
+  return locator.byte;
+}
+
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix.
 std::string json_problem(const Json::exception& error) {
   std::string what = error.what();
@@ -358,7 +412,8 @@ using Resolver =
 
 class MatrixParser {
  public:
-  explicit MatrixParser(Resolver resolver) : resolver_(std::move(resolver)) {}
+  explicit MatrixParser(Resolver resolver, std::size_t max_cases = kMaxMatrixCases)
+      : resolver_(std::move(resolver)), max_cases_(max_cases) {}
 
   CaseMatrix parse(std::string_view text, const std::string& source, const std::string& key) {
     return parse_file(text, source, key, "");
@@ -375,7 +430,7 @@ class MatrixParser {
                                 const std::string& problem) {
     std::string message = file.source + ": " + where + ": " + problem;
     if (!file.included_from.empty()) message += " (" + file.included_from + ")";
-    throw HarnessError(message);
+    throw HarnessError(one_printable_line(message));
   }
 
   static std::string field(const std::string& pointer) { return "field " + pointer; }
@@ -396,7 +451,8 @@ class MatrixParser {
     } catch (const Json::parse_error& error) {
       fail(file, "malformed JSON at byte " + std::to_string(error.byte), json_problem(error));
     } catch (const Json::exception& error) {  // out_of_range: a number beyond double's range
-      fail(file, "malformed JSON", json_problem(error));
+      fail(file, "malformed JSON at byte " + std::to_string(byte_where_parsing_stops(text)),
+           json_problem(error));
     }
     if (!document.is_object()) {
       fail(file, "top level", "expected a JSON object, got " + std::string(document.type_name()));
@@ -441,8 +497,9 @@ class MatrixParser {
       for (std::size_t i = 0; i < cases->size(); ++i) add(child_pointer("/cases", i), (*cases)[i]);
     }
     if (matrix.cases.empty()) {
-      fail(file, "matrix \"" + matrix.name + "\"",
-           "expands to no cases (give \"matrix\", \"cases\" or \"include\")");
+      fail(file, "top level",
+           "matrix \"" + matrix.name +
+               "\" expands to no cases (give \"matrix\", \"cases\" or \"include\")");
     }
     return matrix;
   }
@@ -481,6 +538,9 @@ class MatrixParser {
       const CaseMatrix included =
           parse_file(resolved.text, resolved.source, resolved.key,
                      file.included_from.empty() ? from : from + ", " + file.included_from);
+      if (included.cases.size() > max_cases_ - matrix.cases.size()) {
+        fail(file, field(at), too_many_cases(matrix.cases.size() + included.cases.size()));
+      }
       for (const AttentionCase& attention_case : included.cases) {
         if (!ids.insert(attention_case.id).second) {
           fail(file, field(at),
@@ -563,6 +623,24 @@ class MatrixParser {
       }
       axes.push_back(std::move(axis));
     }
+    // The product's size, counted before expanding it. matrix.cases never holds more than
+    // max_cases_, so the subtraction below cannot wrap.
+    std::size_t expands_to = 1;
+    for (const Axis& axis : axes) {
+      if (__builtin_mul_overflow(expands_to, axis.choices.size(), &expands_to) ||
+          expands_to > max_cases_) {
+        expands_to = std::numeric_limits<std::size_t>::max();
+        break;
+      }
+    }
+    if (expands_to > max_cases_) {
+      fail(file, in_case(first_id, case_pointer),
+           "its arrays multiply to more than " + std::to_string(max_cases_) +
+               " cases; a matrix holds at most " + std::to_string(max_cases_));
+    }
+    if (expands_to > max_cases_ - matrix.cases.size()) {
+      fail(file, in_case(first_id, case_pointer), too_many_cases(matrix.cases.size() + expands_to));
+    }
 
     // An odometer over the axes, the last one turning fastest.
     std::vector<std::size_t> position(axes.size(), 0);
@@ -599,8 +677,10 @@ class MatrixParser {
       c.kv_heads = c.heads;
       draft.origin.kv_heads = draft.origin.heads;
     }
+    // Where a value came from; a built-in default has no place in the file: name the case.
     const auto where = [&](const std::string& origin) {
-      return in_case_field(c.id, case_pointer, origin.empty() ? "(default)" : origin);
+      return origin.empty() ? in_case(c.id, case_pointer)
+                            : in_case_field(c.id, case_pointer, origin);
     };
     if (c.kv_heads > c.heads) {
       fail(file, where(draft.origin.kv_heads),
@@ -662,7 +742,13 @@ class MatrixParser {
     }
   }
 
+  std::string too_many_cases(std::size_t count) const {
+    return "brings the matrix to " + std::to_string(count) + " cases; a matrix holds at most " +
+           std::to_string(max_cases_);
+  }
+
   Resolver resolver_;
+  std::size_t max_cases_;
   std::vector<std::string> chain_;  // keys of the files being parsed, outermost first
 };
 
@@ -691,12 +777,14 @@ CaseMatrix load_matrix_file(const std::filesystem::path& path) {
   return parser.parse(text, path.string(), cycle_key_of(path));
 }
 
-CaseMatrix parse_matrix_text(
-    std::string_view text, const std::string& source,
-    const std::function<std::string(const std::string&)>& resolve_include) {
-  MatrixParser parser([&resolve_include](const std::string&, const std::string& name) {
-    return ResolvedText{name, name, resolve_include(name)};
-  });
+CaseMatrix parse_matrix_text(std::string_view text, const std::string& source,
+                             const std::function<std::string(const std::string&)>& resolve_include,
+                             std::size_t max_cases) {
+  MatrixParser parser(
+      [&resolve_include](const std::string&, const std::string& name) {
+        return ResolvedText{name, name, resolve_include(name)};
+      },
+      max_cases);
   return parser.parse(text, source, source);
 }
 

@@ -11,6 +11,7 @@
 // HarnessError naming the file, the case and the field.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -27,13 +28,20 @@ struct CaseMatrix {
   std::vector<AttentionCase> cases;
 };
 
+// The most cases one matrix may hold, includes and all. At a millisecond or more a case, a bigger
+// matrix is a mistake, and a few hundred bytes of arrays could otherwise expand into billions of
+// cases and exhaust memory before any message.
+inline constexpr std::size_t kMaxMatrixCases = 100'000;
+
 // Reads a matrix file; "include" paths resolve relative to the including file.
 CaseMatrix load_matrix_file(const std::filesystem::path& path);
 
 // Parses matrix text; `source` names it in messages, includes resolve through `resolve_include`
-// (given the included name, return its text or throw HarnessError).
+// (given the included name, return its text or throw HarnessError). A matrix of more than
+// `max_cases` cases is an error (the fuzzer lowers the limit to stay fast).
 CaseMatrix parse_matrix_text(std::string_view text, const std::string& source,
-                             const std::function<std::string(const std::string&)>& resolve_include);
+                             const std::function<std::string(const std::string&)>& resolve_include,
+                             std::size_t max_cases = kMaxMatrixCases);
 
 // The matrices shipped in corpus/matrix/, compiled into the binary (pr.json is the default run).
 std::vector<std::string> built_in_matrix_names();

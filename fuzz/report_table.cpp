@@ -69,6 +69,16 @@ void write_table_row(std::ostream& out, const CaseResult& result) {
   if (result.status != CaseStatus::pass) {
     out << "    reason: " << (result.reason.empty() ? "(none given)" : result.reason) << '\n';
   }
+  if (!result.output_tail.empty()) {
+    out << "    its last output:\n";
+    std::size_t start = 0;
+    while (start < result.output_tail.size()) {
+      const std::size_t end =
+          std::min(result.output_tail.find('\n', start), result.output_tail.size());
+      out << "      | " << std::string_view(result.output_tail).substr(start, end - start) << '\n';
+      start = end + 1;
+    }
+  }
 }
 
 void write_table_summary(std::ostream& out, const RunReport& report) {

@@ -10,15 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/case_result_json.h"
 #include "fuzz/run_report.h"
 
 namespace attnfuzz {
 
-// One case as JSON, keeping the field names of the earlier harness (config.batch_size,
-// config.num_heads, config.seq_len, config.head_dim, config.dtype; correctness.passed,
-// correctness.max_abs_error, correctness.mean_abs_error, correctness.correlation; kernel_name,
-// timestamp) plus status, reason, error_ratio and the failing element.
-nlohmann::json case_to_json(const CaseResult& result);
+// The whole run; each case as case_to_json (fuzz/case_result_json.h) writes it.
 nlohmann::json run_to_json(const RunReport& report);
 
 std::string run_to_junit_xml(const RunReport& report);
@@ -28,6 +25,11 @@ std::string run_to_junit_xml(const RunReport& report);
 // reason.
 std::string run_to_markdown(const RunReport& report,
                             const std::function<std::string(const CaseResult&)>& replay_of);
+
+// One self-contained HTML page (inline CSS and SVG; no scripts, nothing fetched): the verdict, an
+// error_ratio heatmap over seq_len x batch per kernel, dtype and heads with failing cells marked,
+// the failures, skips by reason and the environment. Well-formed XML as well (XHTML-compatible).
+std::string run_to_html(const RunReport& report);
 
 void write_table_header(std::ostream& out);
 void write_table_row(std::ostream& out, const CaseResult& result);

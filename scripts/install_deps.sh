@@ -14,6 +14,7 @@ packages=(
   libcli11-dev            # command-line parsing
   libopenblas-dev         # float64 BLAS for the CPU oracle
   clang libclang-rt-dev   # libFuzzer and sanitizers
+  shellcheck python3-venv # CI (.ci/run): actionlint from PyPI in a venv, shellcheck for run: blocks
 )
 
 missing=()

@@ -1,0 +1,54 @@
+#include "fuzz/case_worker.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fuzz/case_result_json.h"
+#include "fuzz/exit_codes.h"
+#include "kernels/cuda_device_probe.h"
+
+namespace attnfuzz {
+namespace {
+
+// Writes one line to the supervisor; false when it is gone (the pipe closed).
+bool answer(const nlohmann::json& message) {
+  // Plugin error texts need not be UTF-8: invalid bytes become U+FFFD rather than an exception.
+  const std::string line =
+      message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t count = write(kWorkerResultFd, line.data() + written, line.size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count <= 0) return false;
+    written += static_cast<std::size_t>(count);
+  }
+  return true;
+}
+
+}  // namespace
+
+int serve_cases(const CaseRunner& runner, const std::vector<AttentionCase>& cases) {
+  const bool had_cuda = cuda_device_status().usable;
+  if (!answer({{"ready", true}})) return kExitHarnessError;
+  for (std::string line; std::getline(std::cin, line);) {
+    const nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
+    if (!request.is_object() || !request.contains("index") ||
+        !request["index"].is_number_unsigned() ||
+        request["index"].get<std::size_t>() >= cases.size()) {
+      std::cerr << "fuzz_attention worker: bad request: " << line << "\n";
+      return kExitHarnessError;
+    }
+    const std::size_t index = request["index"].get<std::size_t>();
+    const CaseResult result = runner.run(cases[index]);
+    if (!answer({{"index", index}, {"result", case_to_json(result)}})) return kExitHarnessError;
+    // A dead CUDA context stays dead in this process: a fresh worker gets a fresh one.
+    if (had_cuda && !cuda_device_status().usable) return kExitPass;
+  }
+  return kExitPass;
+}
+
+}  // namespace attnfuzz
