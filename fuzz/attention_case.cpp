@@ -11,7 +11,12 @@ double effective_softmax_scale(const AttentionCase& attention_case) {
              : 1.0 / std::sqrt(static_cast<double>(attention_case.head_dim));
 }
 
-AttentionProblem problem_of(const AttentionCase& attention_case) {
+namespace {
+
+// The case's sizes, without strides. The strides are products of the sizes, which overflow for a
+// case outside the valid range; a description must be safe for any case, since error messages
+// describe the invalid ones (matrix_parse_check.cpp, for one).
+AttentionProblem shape_of(const AttentionCase& attention_case) {
   AttentionProblem problem;
   problem.batch = attention_case.batch;
   problem.heads = attention_case.heads;
@@ -22,12 +27,18 @@ AttentionProblem problem_of(const AttentionCase& attention_case) {
   problem.dtype = attention_case.dtype;
   problem.causal = attention_case.causal;
   problem.softmax_scale = effective_softmax_scale(attention_case);
-  return with_layout(problem, attention_case.layout, attention_case.row_padding);
+  return problem;
+}
+
+}  // namespace
+
+AttentionProblem problem_of(const AttentionCase& attention_case) {
+  return with_layout(shape_of(attention_case), attention_case.layout, attention_case.row_padding);
 }
 
 std::string describe_case(const AttentionCase& attention_case) {
   std::ostringstream text;
-  text << describe_shape(problem_of(attention_case));
+  text << describe_shape(shape_of(attention_case));
   if (attention_case.layout != Layout::bshd) text << ' ' << layout_name(attention_case.layout);
   if (attention_case.row_padding != 0) text << " pad=" << attention_case.row_padding;
   text << " data=" << distribution_name(attention_case.data) << " seed=" << attention_case.seed;
