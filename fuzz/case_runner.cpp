@@ -117,17 +117,25 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
   try {
     return run_unguarded(attention_case);
   } catch (const std::bad_alloc&) {
-    CaseResult result;
-    result.attention_case = attention_case;
-    result.kernel_name = kernel_for(attention_case);
-    result.plant = std::string(planted_bug_name(settings_.plant));
-    result.status = CaseStatus::skip;
-    result.skip_cause = SkipCause::unavailable;
-    result.reason = "out of memory: an allocation for this case failed (std::bad_alloc)";
+    CaseResult result =
+        unfinished_result(attention_case, CaseStatus::skip,
+                          "out of memory: an allocation for this case failed (std::bad_alloc)");
     result.total_seconds = seconds_since(started);
-    result.timestamp = utc_timestamp();
     return result;
   }
+}
+
+CaseResult CaseRunner::unfinished_result(const AttentionCase& attention_case, CaseStatus status,
+                                         std::string reason) const {
+  CaseResult result;
+  result.attention_case = attention_case;
+  result.kernel_name = kernel_for(attention_case);
+  result.plant = std::string(planted_bug_name(settings_.plant));
+  result.status = status;
+  result.skip_cause = SkipCause::unavailable;
+  result.reason = std::move(reason);
+  result.timestamp = utc_timestamp();
+  return result;
 }
 
 CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const {

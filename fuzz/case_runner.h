@@ -55,6 +55,11 @@ class CaseRunner {
 
   const RunSettings& settings() const { return settings_; }
 
+  // The record of a case that did not run to a verdict of its own (out of memory, a lost worker):
+  // the kernel and plant it would have run with, `status` and `reason`, stamped now.
+  CaseResult unfinished_result(const AttentionCase& attention_case, CaseStatus status,
+                               std::string reason) const;
+
   // The kernel a case runs on under these settings (may not exist in this build: cuda_flash).
   std::string kernel_for(const AttentionCase& attention_case) const;
 

@@ -8,7 +8,6 @@
 #include "fuzz/case_result_json.h"
 #include "fuzz/harness_error.h"
 #include "fuzz/result_stream.h"
-#include "fuzz/run_report.h"
 #include "kernels/planted_bug.h"
 
 namespace attnfuzz {
@@ -50,15 +49,11 @@ std::vector<std::optional<CaseResult>> resumed_results(const CaseRunner& runner,
 
 CaseResult result_of_lost_worker(const CaseRunner& runner, const AttentionCase& attention_case,
                                  const WorkerLoss& loss) {
-  CaseResult result;
-  result.attention_case = attention_case;
-  result.kernel_name = runner.kernel_for(attention_case);
-  result.plant = std::string(planted_bug_name(runner.settings().plant));
-  result.status = loss.kind == WorkerLossKind::out_of_memory ? CaseStatus::skip : CaseStatus::fail;
-  result.skip_cause = SkipCause::unavailable;
-  result.reason = loss.description;
+  CaseResult result = runner.unfinished_result(
+      attention_case,
+      loss.kind == WorkerLossKind::out_of_memory ? CaseStatus::skip : CaseStatus::fail,
+      loss.description);
   result.output_tail = loss.output_tail;
-  result.timestamp = utc_timestamp();
   return result;
 }
 

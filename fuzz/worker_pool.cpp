@@ -76,6 +76,12 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// SIGKILL to the worker's process group (the worker and anything it started) and to the worker.
+void kill_worker(const Worker& worker) {
+  kill(-worker.pid, SIGKILL);
+  kill(worker.pid, SIGKILL);
+}
+
 // In the child between fork and exec: only async-signal-safe calls.
 [[noreturn]] void become_worker(const Pipe& requests, const Pipe& answers, const Pipe& output,
                                 char* const* argv, char* const* envp) {
@@ -251,8 +257,7 @@ class Supervisor {
   ~Supervisor() {
     for (Worker& worker : workers_) {
       if (worker.pid > 0) {
-        kill(-worker.pid, SIGKILL);
-        kill(worker.pid, SIGKILL);
+        kill_worker(worker);
         reap(worker);
       }
     }
@@ -397,8 +402,7 @@ class Supervisor {
     const std::int64_t resident = resident_bytes(worker.pid);
     if (resident <= settings_.memory_limit_bytes) return;
     worker.killed_at_resident_bytes = resident;
-    kill(-worker.pid, SIGKILL);
-    kill(worker.pid, SIGKILL);
+    kill_worker(worker);
     worker_ended(worker);
   }
 
@@ -408,8 +412,7 @@ class Supervisor {
         std::chrono::duration<double>(Clock::now() - worker.case_started).count();
     if (running < settings_.case_timeout_seconds) return;
     worker.killed_by_watchdog = true;
-    kill(-worker.pid, SIGKILL);  // its process group: the worker and anything it started
-    kill(worker.pid, SIGKILL);
+    kill_worker(worker);
     worker_ended(worker);
   }
 
