@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string_view>
 
 namespace attnfuzz {
 
@@ -79,10 +80,12 @@ json correctness_to_json(const CaseResult& result) {
   throw std::runtime_error("result record, field " + pointer + ": " + problem);
 }
 
-const json& member(const json& object, const std::string& pointer, const char* name) {
-  if (!object.is_object()) malformed(pointer, "expected an object");
+// The pointer is a view so that calls with a literal bind no temporary (GCC 13 would warn of a
+// dangling reference to it in `const json& x = member(record, "", ...)`).
+const json& member(const json& object, std::string_view pointer, const char* name) {
+  if (!object.is_object()) malformed(std::string(pointer), "expected an object");
   const auto found = object.find(name);
-  if (found == object.end()) malformed(pointer + "/" + name, "missing");
+  if (found == object.end()) malformed(std::string(pointer) + "/" + name, "missing");
   return *found;
 }
 

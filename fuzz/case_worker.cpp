@@ -44,9 +44,13 @@ int serve_cases(const CaseRunner& runner, const std::vector<AttentionCase>& case
     }
     const std::size_t index = request["index"].get<std::size_t>();
     const CaseResult result = runner.run(cases[index]);
-    if (!answer({{"index", index}, {"result", case_to_json(result)}})) return kExitHarnessError;
-    // A dead CUDA context stays dead in this process: a fresh worker gets a fresh one.
-    if (had_cuda && !cuda_device_status().usable) return kExitPass;
+    // A dead CUDA context stays dead in this process: the worker says it leaves, and a fresh
+    // worker (a fresh context) takes the next case.
+    const bool leaving = had_cuda && !cuda_device_status().usable;
+    if (!answer({{"index", index}, {"result", case_to_json(result)}, {"leaving", leaving}})) {
+      return kExitHarnessError;
+    }
+    if (leaving) return kExitPass;
   }
   return kExitPass;
 }

@@ -44,6 +44,7 @@ struct Worker {
   std::string pending_answer;  // an answer line not yet complete
   std::string output_tail;     // output since the current case started
   bool ready = false;
+  bool leaving = false;  // it said it leaves after its last answer: it gets no further case
   bool killed_by_watchdog = false;            // for taking too long
   std::int64_t killed_at_resident_bytes = 0;  // for taking too much memory: what it had
   std::optional<std::size_t> case_index;      // the case it is running
@@ -275,7 +276,7 @@ class Supervisor {
     while (!stopped_) {  // when stopped, the destructor kills whatever still runs
       for (Worker& worker : workers_) dispatch(worker);
       const bool busy = std::any_of(workers_.begin(), workers_.end(), [](const Worker& worker) {
-        return worker.pid > 0 && (worker.case_index || !worker.ready);
+        return worker.pid > 0 && (worker.case_index || !worker.ready || worker.leaving);
       });
       if (!busy) break;
       wait_for_events();
@@ -291,7 +292,7 @@ class Supervisor {
 
   void dispatch(Worker& worker) {
     if (worker.pid <= 0 && more_cases()) worker = start_worker(settings_, worker.device);
-    if (worker.pid <= 0 || !worker.ready || worker.case_index) return;
+    if (worker.pid <= 0 || !worker.ready || worker.case_index || worker.leaving) return;
     if (!more_cases()) {
       close_fd(worker.request_fd);  // no more work: the worker exits when it reads EOF
       return;
@@ -376,6 +377,9 @@ class Supervisor {
     }
     const std::size_t index = *worker.case_index;
     worker.case_index.reset();
+    // A worker that leaves after this answer (its CUDA context is lost) must not be sent another
+    // case: it would exit with that case unanswered. A fresh worker takes the rest.
+    worker.leaving = answer.contains("leaving") && answer["leaving"] == true;
     if (!stopped_ && !on_record_(index, answer["result"])) stopped_ = true;
   }
 

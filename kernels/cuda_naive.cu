@@ -123,7 +123,11 @@ __global__ void __launch_bounds__(kThreads) naive_forward(const NaiveParams para
 
 template <typename Element>
 void launch(const NaiveParams& params) {
-  const int shared_bytes = static_cast<int>(params.problem.seq_len_k * sizeof(float));
+  // The row is padded to a multiple of 4 floats: for the last few keys ptxas merges the unrolled
+  // loop's loads into one 12-byte shared load that may reach up to 2 floats past seq_len_k
+  // (seen on sm_90 with compute-sanitizer memcheck); the padding keeps that read inside the block.
+  const std::int64_t padded_keys = (params.problem.seq_len_k + 3) / 4 * 4;
+  const int shared_bytes = static_cast<int>(padded_keys * sizeof(float));
   auto* kernel = &naive_forward<Element>;
   ATTNFUZZ_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));

@@ -42,14 +42,22 @@ namespace attnfuzz {
   X(stale_row_sum, "normalises by the row sum from before the last key tile's contribution",       \
     "the final division taken before the last tile's row sum was added")
 
+// Races: whether they change a single output value depends on how the warps happen to be
+// scheduled (on an H100 the missing barrier below changed none in the edge matrix), so
+// comparing outputs is no detector for them. compute-sanitizer racecheck is: it sees the
+// unordered shared-memory accesses themselves (ctest
+// cuda_flash.racecheck_finds_missing_syncthreads).
+#define ATTNFUZZ_RACE_PLANTED_BUGS(X)                                                        \
+  X(missing_syncthreads, "starts reading a K/V tile before every warp has stored its share", \
+    "the __syncthreads() between the shared-memory stores and the MMA reads left out: a race")
+
 // Bugs only a GPU kernel can have: they live in its memory model, not in the algorithm.
-#define ATTNFUZZ_GPU_PLANTED_BUGS(X)                                                           \
-  X(missing_syncthreads, "starts reading a K/V tile before every warp has stored its share",   \
-    "the __syncthreads() between the shared-memory stores and the MMA reads left out: a race") \
-  X(write_past_output_end, "stores the row after the last query row of a partial query tile",  \
+#define ATTNFUZZ_GPU_PLANTED_BUGS(X)                                                          \
+  X(write_past_output_end, "stores the row after the last query row of a partial query tile", \
     "the store guard written 'row <= seq_len_q': one row past the output (or into the next head)")
 
-#define ATTNFUZZ_PLANTED_BUGS(X) ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X)
+#define ATTNFUZZ_PLANTED_BUGS(X) \
+  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X)
 
 enum class PlantedBug {
   none,
@@ -58,17 +66,28 @@ enum class PlantedBug {
 #undef ATTNFUZZ_PLANT_ENUM
 };
 
+// What proves that a plant is caught: the harness's comparison of outputs, or (for a race)
+// compute-sanitizer racecheck.
+enum class PlantDetector { comparison, racecheck };
+
 struct PlantedBugInfo {
   PlantedBug bug;
   std::string_view name;
   std::string_view effect;
   std::string_view origin;
+  PlantDetector detector;
 };
 
 inline constexpr PlantedBugInfo kPlantedBugs[] = {
-#define ATTNFUZZ_PLANT_ROW(id, effect, origin) {PlantedBug::id, #id, effect, origin},
-    ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)
+#define ATTNFUZZ_PLANT_ROW(id, effect, origin) \
+  {PlantedBug::id, #id, effect, origin, PlantDetector::comparison},
+#define ATTNFUZZ_RACE_ROW(id, effect, origin) \
+  {PlantedBug::id, #id, effect, origin, PlantDetector::racecheck},
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)  //
+    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)        //
+    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)
 #undef ATTNFUZZ_PLANT_ROW
+#undef ATTNFUZZ_RACE_ROW
 };
 
 inline std::optional<PlantedBug> parse_planted_bug(std::string_view name) {

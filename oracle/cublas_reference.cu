@@ -28,14 +28,27 @@ void check_cublas(cublasStatus_t status, const char* call) {
 #define ATTNFUZZ_CUBLAS_CHECK(call) check_cublas((call), #call)
 
 // One handle for the process, in pedantic math mode: every product in true FP64.
+// One handle per process, destroyed at exit so that its workspace is given back (a leak checker
+// such as compute-sanitizer --leak-check full would otherwise report it). It is created after
+// the CUDA runtime has started, so it is destroyed before the runtime's own teardown.
+class CublasHandle {
+ public:
+  CublasHandle() {
+    ATTNFUZZ_CUBLAS_CHECK(cublasCreate(&handle_));
+    ATTNFUZZ_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH));
+  }
+  ~CublasHandle() { cublasDestroy(handle_); }  // at exit nothing is left to report a failure to
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
 cublasHandle_t cublas_handle() {
-  static cublasHandle_t handle = [] {
-    cublasHandle_t created = nullptr;
-    ATTNFUZZ_CUBLAS_CHECK(cublasCreate(&created));
-    ATTNFUZZ_CUBLAS_CHECK(cublasSetMathMode(created, CUBLAS_PEDANTIC_MATH));
-    return created;
-  }();
-  return handle;
+  static const CublasHandle handle;
+  return handle.get();
 }
 
 // Block-wide reduction in double; every thread gets the result.
@@ -232,10 +245,19 @@ ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
 
 std::string cublas_description() {
   try {
-    int version = 0;
-    ATTNFUZZ_CUBLAS_CHECK(cublasGetVersion(cublas_handle(), &version));
-    return "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
-           "." + std::to_string(version % 100) + ", CUBLAS_PEDANTIC_MATH, float64 DGEMM";
+    // Without a device the oracle cannot run, whatever the library's version.
+    int devices = 0;
+    if (const cudaError_t status = cudaGetDeviceCount(&devices); status != cudaSuccess) {
+      return std::string("cuBLAS oracle unavailable: ") + cudaGetErrorString(status);
+    }
+    if (devices == 0) return "cuBLAS oracle unavailable: no CUDA device";
+    // Asked of the library, without creating a handle (whose workspace is 64 MiB of the GPU).
+    int major = 0, minor = 0, patch = 0;
+    ATTNFUZZ_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &major));
+    ATTNFUZZ_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
+    ATTNFUZZ_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
+    return "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." +
+           std::to_string(patch) + ", CUBLAS_PEDANTIC_MATH, float64 DGEMM";
   } catch (const std::exception& error) {
     return std::string("cuBLAS oracle unavailable: ") + error.what();
   }

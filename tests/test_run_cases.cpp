@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -55,11 +56,12 @@ std::vector<json> stream_records(const std::filesystem::path& path) {
   return records;
 }
 
-const json& record_of(const json& report, const std::string& id) {
+// The id is a view so that a call with a literal binds no temporary (GCC 13's dangling-reference).
+const json& record_of(const json& report, std::string_view id) {
   for (const json& record : report.at("results")) {
-    if (record.at("case_id") == id) return record;
+    if (record.at("case_id").get_ref<const std::string&>() == id) return record;
   }
-  throw std::runtime_error("no record of " + id);
+  throw std::runtime_error("no record of " + std::string(id));
 }
 
 // A report without what legitimately changes from run to run: timings, timestamps, and how the
@@ -139,7 +141,8 @@ TEST_F(FuzzAttention, IllegalAddressOnTheGpuFailsItsCaseAndAFreshContextRunsTheR
   EXPECT_THAT(result.out, HasSubstr("FAIL t/1"));
   EXPECT_THAT(result.out, HasSubstr("illegal"));
   EXPECT_EQ(result.last_line(), "3 passed, 1 failed, 0 skipped")
-      << "the cases after the sticky error ran in a fresh worker, not skipped";
+      << "the cases after the sticky error ran in a fresh worker, not skipped\n"
+      << result.out << result.err;
 }
 #endif
 
@@ -157,7 +160,7 @@ TEST_F(FuzzAttention, FailOnSkipFailsCasesThatCouldNotRunButNotUnsupportedShapes
 // Starts fuzz_attention in the background; returns its pid.
 pid_t spawn_fuzz_attention(const std::vector<std::string>& arguments,
                            const std::filesystem::path& log) {
-  std::vector<std::string> words = {ATTNFUZZ_FUZZ_ATTENTION};
+  std::vector<std::string> words = {ATTNFUZZ_FUZZ_ATTENTION, "--backend", "cpu"};  // as run()
   words.insert(words.end(), arguments.begin(), arguments.end());
   std::vector<char*> argv;
   for (std::string& word : words) argv.push_back(word.data());

@@ -86,6 +86,27 @@ TEST(WorkerPool, AWorkerThatExitsMidCaseIsACrashWithItsStatus) {
   EXPECT_EQ(outcomes.answers.size(), 1u);
 }
 
+TEST(WorkerPool, AWorkerThatSaysItLeavesGetsNoFurtherCaseAndAFreshWorkerTakesTheRest) {
+  // As a worker whose CUDA context was lost: it answers case 1 with "leaving" and exits a little
+  // later. Sent case 2 in that gap, it would exit with case 2 unanswered (a false crash).
+  const std::string script =
+      "echo '{\"ready\": true}' >&3\n"
+      "while read -r line; do\n"
+      "  n=$(echo \"$line\" | tr -dc 0-9)\n"
+      "  leaving=false; [ \"$n\" = 1 ] && leaving=true\n"
+      "  echo \"{\\\"index\\\": $n, \\\"result\\\": {\\\"n\\\": $n, \\\"worker\\\": $$}, "
+      "\\\"leaving\\\": $leaving}\" >&3\n"
+      "  if $leaving; then sleep 0.3; exit 0; fi\n"
+      "done\n";
+  WorkerPoolSettings settings;
+  settings.command = {"/bin/sh", "-c", script};
+  const Outcomes outcomes = run(settings, 4);
+  EXPECT_TRUE(outcomes.losses.empty()) << outcomes.losses.begin()->second.description;
+  ASSERT_EQ(outcomes.answers.size(), 4u);
+  EXPECT_EQ(outcomes.answers.at(0).at("worker"), outcomes.answers.at(1).at("worker"));
+  EXPECT_NE(outcomes.answers.at(1).at("worker"), outcomes.answers.at(2).at("worker"));
+}
+
 TEST(WorkerPool, AHangIsKilledAtTheTimeoutAndTheRestRun) {
   const Outcomes outcomes = run(shell_workers("  if [ \"$n\" = 1 ]; then sleep 600; fi", 0.5), 3);
   ASSERT_EQ(outcomes.losses.size(), 1u);

@@ -78,8 +78,14 @@ class FuzzAttention : public ::testing::Test {
 
   // Runs fuzz_attention with `arguments` (already quoted for the shell) and collects its exit
   // status, stdout and stderr.
+  // A run that names no kernel or backend is pinned to the CPU backend: the suite's expectations
+  // (which kernel ran, its replay lines, its plants) then hold on a machine with a GPU too, where
+  // the default backend would pick the CUDA kernels. Tests of the GPU name their kernel.
   RunResult run(const std::string& arguments) const {
-    const std::string command = quoted(ATTNFUZZ_FUZZ_ATTENTION) + " " + arguments + " >" +
+    const bool chooses_kernel = arguments.find("--backend") != std::string::npos ||
+                                arguments.find("--kernel") != std::string::npos;
+    const std::string command = quoted(ATTNFUZZ_FUZZ_ATTENTION) +
+                                (chooses_kernel ? " " : " --backend cpu ") + arguments + " >" +
                                 quoted(path("stdout.txt").string()) + " 2>" +
                                 quoted(path("stderr.txt").string()) + " </dev/null";
     const int status = std::system(command.c_str());
