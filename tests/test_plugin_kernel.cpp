@@ -5,6 +5,7 @@
 #include "kernels/plugin_kernel.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -129,9 +130,11 @@ struct BinaryRun {
 };
 
 BinaryRun run_binary(const std::string& arguments) {
+  // Files of this process alone: ctest runs the tests of this binary in parallel processes.
   const std::filesystem::path folder = std::filesystem::temp_directory_path();
-  const std::string out = (folder / "attnfuzz_plugin_test.out").string();
-  const std::string err = (folder / "attnfuzz_plugin_test.err").string();
+  const std::string stem = "attnfuzz_plugin_test_" + std::to_string(getpid());
+  const std::string out = (folder / (stem + ".out")).string();
+  const std::string err = (folder / (stem + ".err")).string();
   const std::string command = std::string(ATTNFUZZ_FUZZ_ATTENTION) + " " + arguments + " >" + out +
                               " 2>" + err + " </dev/null";
   const int status = std::system(command.c_str());
@@ -143,6 +146,8 @@ BinaryRun run_binary(const std::string& arguments) {
   };
   run.out = read(out);
   run.err = read(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
   return run;
 }
 
@@ -165,10 +170,14 @@ TEST(PluginKernelBinary, TheBuggyPluginExitsOneWithAReplayCommandThatLoadsIt) {
 }
 
 TEST(PluginKernelBinary, PropertiesRunOnThePlugin) {
+  const std::filesystem::path regressions =
+      std::filesystem::temp_directory_path() /
+      ("attnfuzz_plugin_regressions_" + std::to_string(getpid()));
   const BinaryRun run = run_binary(std::string("--kernel-lib ") + ATTNFUZZ_EXAMPLE_BUGGY_PLUGIN +
                                    " --properties --property causal_future_independence"
                                    " --budget 20 --fail-fast --regressions " +
-                                   std::filesystem::temp_directory_path().string());
+                                   regressions.string());
+  std::filesystem::remove_all(regressions);
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_THAT(run.out + run.err, HasSubstr("--kernel-lib"));
 }
