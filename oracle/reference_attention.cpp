@@ -1,9 +1,13 @@
 // The float64 oracle. Work is split into (batch, head, block of query rows) items spread over the
-// machine's threads; each item widens its inputs exactly to double and runs two DGEMMs:
-//   S = scale * Q K^T                    (rows x seq_len_k)
-//   [O | A] = P [V | |V|]                (one DGEMM gives the output and its error scale)
-// with the masked, max-subtracted softmax in between. OpenBLAS runs single-threaded inside each
-// item, since the items already keep every core busy.
+// machine's threads; each item widens its inputs exactly to double and computes
+//   S = scale * Q K^T     DGEMM over the keys the block's last row can see (causal: fewer)
+//   P = softmax(S)        masked and max-subtracted, in double
+//   O = P V               DGEMM
+//   A = P |V|             SGEMM on P rounded to float, then rounded up to a bound: A only scales
+//                         the tolerance, where float's 2^-24 is ample (magnitude_excess).
+// Every element of the result is written by exactly one item, so its buffers need no clearing
+// and may be reused. OpenBLAS runs single-threaded inside each item: the items keep every core
+// busy.
 #include "oracle/reference_attention.h"
 
 #include <cblas.h>
@@ -11,7 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
+#include <span>
 
 #include "core/parallel_for.h"
 #include "oracle/softmax_row.h"
@@ -23,23 +27,42 @@ namespace {
 // (rows x seq_len_k doubles) stays modest and that short sequences still give every core work.
 constexpr std::int64_t kRowsPerItem = 128;
 
+// Keys per SGEMM of the magnitude: float's summation error grows with the keys summed, so long
+// rows are summed in chunks whose partial sums are added in double.
+constexpr std::int64_t kMagnitudeChunkKeys = 4096;
+
 struct Workspace {
   // K and V of the (call, batch, kv head) last widened: consecutive items usually share it.
   std::uint64_t cached_call = 0;
   std::int64_t cached_batch = -1, cached_kv_head = -1;
   double max_key_norm = 0.0;
-  std::vector<double> query;          // [rows][head_dim]
-  std::vector<double> key;            // [seq_len_k][head_dim]
-  std::vector<double> value_and_abs;  // [seq_len_k][2 * head_dim]: V beside |V|
-  std::vector<double> scores;         // [rows][seq_len_k], then probabilities
-  std::vector<double> result;         // [rows][2 * head_dim]: O beside A
+  LargeBuffer<double> query;          // [rows][head_dim]
+  LargeBuffer<double> key;            // [seq_len_k][head_dim]
+  LargeBuffer<double> value;          // [seq_len_k][head_dim]
+  LargeBuffer<float> value_abs;       // [seq_len_k][head_dim], exact: fp16/bf16 fit in float
+  LargeBuffer<double> value_abs_sum;  // [head_dim]
+  LargeBuffer<double> scores;         // [rows][keys], then probabilities (unnormalised)
+  LargeBuffer<float> probabilities;   // [rows][keys], normalised, rounded to float
+  LargeBuffer<double> result;         // [rows][head_dim]
+  LargeBuffer<float> magnitude_part;  // [rows][head_dim], one chunk's SGEMM
+  LargeBuffer<double> magnitude;      // [rows][head_dim], the chunks' sum
 };
+
+// Rows are strided (heads * head_dim apart in BSHD) and read once: the prefetcher does not see
+// them coming, so each row asks for the one kPrefetchRows ahead of it.
+constexpr std::int64_t kPrefetchRows = 8;
+constexpr std::int64_t kElementsPerCacheLine = 32;
 
 void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t rows,
                 std::int64_t dim, Dtype dtype, double* out, std::int64_t out_stride) {
   const std::span<const float> widen = widening_table(dtype);
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::uint16_t* in = base + row * row_stride;
+    if (row + kPrefetchRows < rows) {
+      for (std::int64_t d = 0; d < dim; d += kElementsPerCacheLine) {
+        __builtin_prefetch(in + kPrefetchRows * row_stride + d);
+      }
+    }
     for (std::int64_t d = 0; d < dim; ++d) out[row * out_stride + d] = widen[in[d]];
   }
 }
@@ -47,6 +70,7 @@ void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t
 // Widened fp16/bf16 values cannot overflow a sum of squares in double: no scaling needed.
 double euclidean_norm(const double* values, std::int64_t count) {
   double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
   for (std::int64_t i = 0; i < count; ++i) sum += values[i] * values[i];
   return std::sqrt(sum);
 }
@@ -61,10 +85,41 @@ std::int64_t rows_per_item(const AttentionProblem& problem, int threads) {
   return kRowsPerItem;
 }
 
+// gamma(n) = n u / (1 - n u) for float's u: the classic bound on a float sum of n terms.
+double float_sum_gamma(std::int64_t terms) {
+  const double nu = static_cast<double>(terms) * 0x1p-24;
+  return nu / (1.0 - nu);
+}
+
+// Relative error of the oracle's own float64 probabilities (exp within 4 ulp, a sum of
+// seq_len_k terms, one division), with room to spare.
+double float64_side(std::int64_t seq_len_k) {
+  return 1.0 + static_cast<double>(seq_len_k + 16) * 0x1p-52;
+}
+
+// What the float sum is multiplied by so that it never falls below A: it undoes the largest
+// downward error of rounding P to float (u) and of the SGEMM's sum (gamma of one chunk).
+double magnitude_inflation(std::int64_t seq_len_k) {
+  const double gamma = float_sum_gamma(std::min(seq_len_k, kMagnitudeChunkKeys));
+  return float64_side(seq_len_k) / ((1.0 - gamma) * (1.0 - 0x1p-24));
+}
+
 }  // namespace
 
-ReferenceAttention reference_attention(const AttentionProblem& problem,
-                                       const AttentionTensors& tensors, int threads) {
+double magnitude_excess(std::int64_t seq_len_k) {
+  const double gamma = float_sum_gamma(std::min(seq_len_k, kMagnitudeChunkKeys));
+  return magnitude_inflation(seq_len_k) * (1.0 + gamma) * (1.0 + 0x1p-24) * float64_side(seq_len_k);
+}
+
+double magnitude_underflow_slack(double value_abs_sum, std::int64_t seq_len_k) {
+  // Probabilities below float's normal range are off by up to 2^-150 each (value_abs_sum times
+  // that), and each multiply-add of the SGEMM by up to 2^-150 when its result is subnormal; the
+  // oracle adds 2^-149 of both, then inflates, so the bound is twice that, rounded up.
+  return (value_abs_sum + static_cast<double>(seq_len_k)) * 0x1p-147;
+}
+
+void reference_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
+                         ReferenceAttention& reference, int threads) {
   static const bool blas_single_threaded = [] {
     openblas_set_num_threads(1);
     return true;
@@ -76,26 +131,12 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
   const std::int64_t dim = problem.head_dim;
   const std::int64_t seq_k = problem.seq_len_k;
   const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
-  ReferenceAttention reference;
-  reference.output.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
-  reference.magnitude.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
-  reference.inverse_row_sum.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.score_scale.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.value_abs_sum.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim),
-                                 0.0);
-
-  // Column sums of |V| per (batch, kv head): cheap, done once.
-  const std::span<const float> widen = widening_table(problem.dtype);
-  for (std::int64_t b = 0; b < problem.batch; ++b) {
-    for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv) {
-      double* sums = &reference.value_abs_sum[(b * problem.kv_heads + kv) * dim];
-      for (std::int64_t j = 0; j < seq_k; ++j) {
-        const std::uint16_t* v_row = tensors.v + b * problem.v_strides.batch +
-                                     j * problem.v_strides.seq + kv * problem.v_strides.head;
-        for (std::int64_t d = 0; d < dim; ++d) sums[d] += std::fabs(widen[v_row[d]]);
-      }
-    }
-  }
+  reference.output.resize(static_cast<std::size_t>(rows_total * dim));
+  reference.magnitude.resize(static_cast<std::size_t>(rows_total * dim));
+  reference.inverse_row_sum.resize(static_cast<std::size_t>(rows_total));
+  reference.score_scale.resize(static_cast<std::size_t>(rows_total));
+  reference.value_abs_sum.resize(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
+  const double inflation = magnitude_inflation(seq_k);
 
   const std::int64_t block_rows =
       rows_per_item(problem, threads > 0 ? threads : default_thread_count());
@@ -110,26 +151,30 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
         const std::int64_t kv_head = head / problem.group_size();
         const std::int64_t first_row = block * block_rows;
         const std::int64_t rows = std::min(block_rows, problem.seq_len_q - first_row);
+        const std::int64_t row_index_base =
+            (batch * problem.heads + head) * problem.seq_len_q + first_row;
+        // Keys the block's last (most seeing) row may see; none at all when every row is masked.
+        const std::int64_t keys =
+            std::max<std::int64_t>(0, problem.last_visible_key(first_row + rows - 1) + 1);
 
-        work.query.resize(static_cast<std::size_t>(rows * dim));
-        work.scores.resize(static_cast<std::size_t>(rows * seq_k));
-        work.result.resize(static_cast<std::size_t>(rows * 2 * dim));
-        widen_rows(tensors.q + batch * problem.q_strides.batch + first_row * problem.q_strides.seq +
-                       head * problem.q_strides.head,
-                   problem.q_strides.seq, rows, dim, problem.dtype, work.query.data(), dim);
         if (work.cached_call != call || work.cached_batch != batch ||
             work.cached_kv_head != kv_head) {
           work.key.resize(static_cast<std::size_t>(seq_k * dim));
-          work.value_and_abs.resize(static_cast<std::size_t>(seq_k * 2 * dim));
+          work.value.resize(static_cast<std::size_t>(seq_k * dim));
+          work.value_abs.resize(static_cast<std::size_t>(seq_k * dim));
+          work.value_abs_sum.assign(static_cast<std::size_t>(dim), 0.0);
           widen_rows(tensors.k + batch * problem.k_strides.batch + kv_head * problem.k_strides.head,
                      problem.k_strides.seq, seq_k, dim, problem.dtype, work.key.data(), dim);
           widen_rows(tensors.v + batch * problem.v_strides.batch + kv_head * problem.v_strides.head,
-                     problem.v_strides.seq, seq_k, dim, problem.dtype, work.value_and_abs.data(),
-                     2 * dim);
+                     problem.v_strides.seq, seq_k, dim, problem.dtype, work.value.data(), dim);
           work.max_key_norm = 0.0;
           for (std::int64_t j = 0; j < seq_k; ++j) {
-            double* value_row = &work.value_and_abs[j * 2 * dim];
-            for (std::int64_t d = 0; d < dim; ++d) value_row[dim + d] = std::fabs(value_row[d]);
+#pragma omp simd
+            for (std::int64_t d = 0; d < dim; ++d) {
+              const double magnitude = std::fabs(work.value[j * dim + d]);
+              work.value_abs[j * dim + d] = static_cast<float>(magnitude);
+              work.value_abs_sum[d] += magnitude;
+            }
             work.max_key_norm =
                 std::max(work.max_key_norm, euclidean_norm(&work.key[j * dim], dim));
           }
@@ -137,46 +182,98 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
           work.cached_kv_head = kv_head;
           work.cached_call = call;
         }
-        const double max_key_norm = work.max_key_norm;
-
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-                    static_cast<int>(seq_k), static_cast<int>(dim), problem.softmax_scale,
-                    work.query.data(), static_cast<int>(dim), work.key.data(),
-                    static_cast<int>(dim), 0.0, work.scores.data(), static_cast<int>(seq_k));
-
-        const std::int64_t row_index_base = (batch * problem.heads + head) * problem.seq_len_q;
-        for (std::int64_t row = 0; row < rows; ++row) {
-          const std::int64_t query_row = first_row + row;
-          const std::int64_t visible = problem.last_visible_key(query_row) + 1;
-          double* scores = &work.scores[row * seq_k];
-          const std::int64_t row_index = row_index_base + query_row;
-          reference.score_scale[row_index] =
-              problem.softmax_scale * euclidean_norm(&work.query[row * dim], dim) * max_key_norm;
-          if (visible == 0) {  // fully masked row: output 0, nothing to bound
-            std::fill_n(scores, seq_k, 0.0);
-            continue;
-          }
-          const double row_max = row_maximum(scores, visible);
-          const double row_sum = exponentiate_and_sum(scores, visible, row_max);
-          std::fill(scores + visible, scores + seq_k, 0.0);
-          reference.inverse_row_sum[row_index] = 1.0 / row_sum;  // applied after P [V | |V|]
+        // One item per (batch, kv head) publishes the column sums of |V|.
+        if (block == 0 && head % problem.group_size() == 0) {
+          std::copy(work.value_abs_sum.begin(), work.value_abs_sum.end(),
+                    reference.value_abs_sum.begin() + (batch * problem.kv_heads + kv_head) * dim);
         }
 
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                    static_cast<int>(2 * dim), static_cast<int>(seq_k), 1.0, work.scores.data(),
-                    static_cast<int>(seq_k), work.value_and_abs.data(), static_cast<int>(2 * dim),
-                    0.0, work.result.data(), static_cast<int>(2 * dim));
+        work.query.resize(static_cast<std::size_t>(rows * dim));
+        widen_rows(tensors.q + batch * problem.q_strides.batch + first_row * problem.q_strides.seq +
+                       head * problem.q_strides.head,
+                   problem.q_strides.seq, rows, dim, problem.dtype, work.query.data(), dim);
         for (std::int64_t row = 0; row < rows; ++row) {
-          const std::int64_t row_index = row_index_base + first_row + row;
+          reference.score_scale[row_index_base + row] =
+              problem.softmax_scale * euclidean_norm(&work.query[row * dim], dim) *
+              work.max_key_norm;
+        }
+        if (keys == 0) {  // every row masked: output 0, nothing to bound
+          std::fill_n(reference.output.begin() + row_index_base * dim, rows * dim, 0.0);
+          std::fill_n(reference.magnitude.begin() + row_index_base * dim, rows * dim, 0.0);
+          std::fill_n(reference.inverse_row_sum.begin() + row_index_base, rows, 0.0);
+          return;
+        }
+
+        work.scores.resize(static_cast<std::size_t>(rows * keys));
+        work.probabilities.resize(static_cast<std::size_t>(rows * keys));
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
+                    static_cast<int>(keys), static_cast<int>(dim), problem.softmax_scale,
+                    work.query.data(), static_cast<int>(dim), work.key.data(),
+                    static_cast<int>(dim), 0.0, work.scores.data(), static_cast<int>(keys));
+
+        for (std::int64_t row = 0; row < rows; ++row) {
+          const std::int64_t visible = problem.last_visible_key(first_row + row) + 1;
+          double* scores = &work.scores[row * keys];
+          float* probabilities = &work.probabilities[row * keys];
+          double inverse = 0.0;  // fully masked row: output 0, nothing to bound
+          if (visible > 0) {
+            const double row_max = row_maximum(scores, visible);
+            inverse = 1.0 / exponentiate_and_sum(scores, visible, row_max);
+            scale_to_float(scores, visible, inverse, probabilities);
+          }
+          const std::int64_t seen = std::max<std::int64_t>(visible, 0);
+          std::fill(scores + seen, scores + keys, 0.0);
+          std::fill(probabilities + seen, probabilities + keys, 0.0f);
+          reference.inverse_row_sum[row_index_base + row] = inverse;  // applied after P V
+        }
+
+        work.result.resize(static_cast<std::size_t>(rows * dim));
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+                    static_cast<int>(dim), static_cast<int>(keys), 1.0, work.scores.data(),
+                    static_cast<int>(keys), work.value.data(), static_cast<int>(dim), 0.0,
+                    work.result.data(), static_cast<int>(dim));
+        work.magnitude_part.resize(static_cast<std::size_t>(rows * dim));
+        work.magnitude.assign(static_cast<std::size_t>(rows * dim), 0.0);
+        for (std::int64_t first_key = 0; first_key < keys; first_key += kMagnitudeChunkKeys) {
+          const std::int64_t chunk = std::min(kMagnitudeChunkKeys, keys - first_key);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+                      static_cast<int>(dim), static_cast<int>(chunk), 1.0f,
+                      work.probabilities.data() + first_key, static_cast<int>(keys),
+                      work.value_abs.data() + first_key * dim, static_cast<int>(dim), 0.0f,
+                      work.magnitude_part.data(), static_cast<int>(dim));
+#pragma omp simd
+          for (std::int64_t e = 0; e < rows * dim; ++e) work.magnitude[e] += work.magnitude_part[e];
+        }
+
+        // Float's underflow is added to the magnitude before undoing its rounding.
+        const double* value_abs_sum = work.value_abs_sum.data();
+        const double underflow = static_cast<double>(keys) * 0x1p-149;
+        for (std::int64_t row = 0; row < rows; ++row) {
+          const std::int64_t row_index = row_index_base + row;
           const double inverse = reference.inverse_row_sum[row_index];
-          const double* result = &work.result[row * 2 * dim];
+          const double* result = &work.result[row * dim];
+          const double* magnitude = &work.magnitude[row * dim];
+          double* output = &reference.output[row_index * dim];
+          double* bound = &reference.magnitude[row_index * dim];
+          if (inverse == 0.0) {  // masked row: exactly 0, and nothing to bound
+            std::fill_n(output, dim, 0.0);
+            std::fill_n(bound, dim, 0.0);
+            continue;
+          }
+#pragma omp simd
           for (std::int64_t d = 0; d < dim; ++d) {
-            reference.output[row_index * dim + d] = result[d] * inverse;
-            reference.magnitude[row_index * dim + d] = result[dim + d] * inverse;
+            output[d] = result[d] * inverse;
+            bound[d] = (magnitude[d] + value_abs_sum[d] * 0x1p-149 + underflow) * inflation;
           }
         }
       },
       threads);
+}
+
+ReferenceAttention reference_attention(const AttentionProblem& problem,
+                                       const AttentionTensors& tensors, int threads) {
+  ReferenceAttention reference;
+  reference_attention(problem, tensors, reference, threads);
   return reference;
 }
 

@@ -3,28 +3,41 @@
 // needs (how large the terms are that each output element sums).
 #pragma once
 
+#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/attention_problem.h"
+#include "core/large_buffer.h"
 
 namespace attnfuzz {
 
 struct ReferenceAttention {
   // Compact [batch][heads][seq_len_q][head_dim]:
-  std::vector<double> output;     // O_id = sum_j p_ij V_jd (p = softmax probabilities)
-  std::vector<double> magnitude;  // A_id = sum_j p_ij |V_jd|, the scale of P's rounding errors
+  LargeBuffer<double> output;  // O_id = sum_j p_ij V_jd (p = softmax probabilities)
+  // An upper bound on A_id = sum_j p_ij |V_jd|, the scale of P's rounding errors, within a factor
+  // magnitude_excess(seq_len_k) of it (computed in float: it only scales the tolerance).
+  LargeBuffer<double> magnitude;
   // Compact [batch][heads][seq_len_q]:
-  std::vector<double> inverse_row_sum;  // 1 / sum_j exp(s_ij - max_j s_ij); 0 for masked rows
-  std::vector<double> score_scale;      // scale * |Q_i|_2 * max_j |K_j|_2, bounds |s_ij|
+  LargeBuffer<double> inverse_row_sum;  // 1 / sum_j exp(s_ij - max_j s_ij); 0 for masked rows
+  LargeBuffer<double> score_scale;      // scale * |Q_i|_2 * max_j |K_j|_2, bounds |s_ij|
   // Compact [batch][kv_heads][head_dim]:
-  std::vector<double> value_abs_sum;  // sum_j |V_jd|
+  LargeBuffer<double> value_abs_sum;  // sum_j |V_jd|
 };
 
-// Computes the reference for the problem's inputs (q, k, v of `tensors`; o is not read). Uses all
-// threads of the machine; `threads` overrides.
+// Computes the reference for the problem's inputs (q, k, v of `tensors`; o is not read) into
+// `reference`, resizing its arrays and writing every element: a caller may reuse one
+// ReferenceAttention from case to case. Uses all threads of the machine; `threads` overrides.
+void reference_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
+                         ReferenceAttention& reference, int threads = 0);
 ReferenceAttention reference_attention(const AttentionProblem& problem,
                                        const AttentionTensors& tensors, int threads = 0);
+
+// How far `magnitude` may exceed A (docs/tolerance.md): A_id <= magnitude_id <=
+// magnitude_excess(seq_len_k) * A_id + magnitude_underflow_slack(sum_j |V_jd|, seq_len_k).
+// The excess is about 1 + 2 (min(seq_len_k, 4096) + 1) 2^-24 (at most 1.0005); the slack, float's
+// underflow, is below 1e-40 of the values' scale.
+double magnitude_excess(std::int64_t seq_len_k);
+double magnitude_underflow_slack(double value_abs_sum, std::int64_t seq_len_k);
 
 }  // namespace attnfuzz
 

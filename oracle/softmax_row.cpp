@@ -33,4 +33,10 @@ double exponentiate_and_sum(double* values, std::int64_t count, double shift) {
   return sum;
 }
 
+ATTNFUZZ_VECTOR_CLONES
+void scale_to_float(const double* values, std::int64_t count, double factor, float* out) {
+#pragma omp simd
+  for (std::int64_t j = 0; j < count; ++j) out[j] = static_cast<float>(values[j] * factor);
+}
+
 }  // namespace attnfuzz
