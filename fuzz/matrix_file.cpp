@@ -38,6 +38,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "fuzz/embedded_files.h"
 #include "fuzz/harness_error.h"
@@ -374,6 +375,72 @@ std::size_t byte_where_parsing_stops(std::string_view text) {
   return locator.byte;
 }
 
+// The JSON pointer of the first key written twice in one object, if any. nlohmann keeps one of
+// the two values without a word; a case whose "batch" is given twice is ambiguous, so a matrix
+// file must not have one.
+std::optional<std::string> first_duplicate_key(std::string_view text) {
+  struct DuplicateFinder final : nlohmann::json_sax<Json> {
+    struct Container {
+      bool is_object = false;
+      std::set<std::string> keys;
+      std::string key;             // of the member being read (objects)
+      std::size_t next_index = 0;  // of the next element (arrays)
+    };
+    std::vector<Container> open;
+    std::optional<std::string> duplicate;
+
+    void value_starts() {
+      if (!open.empty() && !open.back().is_object) ++open.back().next_index;
+    }
+    bool scalar() {
+      value_starts();
+      return true;
+    }
+    bool null() override { return scalar(); }
+    bool boolean(bool) override { return scalar(); }
+    bool number_integer(number_integer_t) override { return scalar(); }
+    bool number_unsigned(number_unsigned_t) override { return scalar(); }
+    bool number_float(number_float_t, const string_t&) override { return scalar(); }
+    bool string(string_t&) override { return scalar(); }
+    bool binary(binary_t&) override { return scalar(); }
+    bool start_container(bool is_object) {
+      value_starts();
+      open.emplace_back();
+      open.back().is_object = is_object;
+      return true;
+    }
+    bool start_object(std::size_t) override { return start_container(true); }
+    bool start_array(std::size_t) override { return start_container(false); }
+    bool end_object() override {
+      open.pop_back();
+      return true;
+    }
+    bool end_array() override {
+      open.pop_back();
+      return true;
+    }
+    bool key(string_t& name) override {
+      if (open.back().keys.insert(name).second) {
+        open.back().key = name;
+        return true;
+      }
+      std::string pointer;  // of the object holding the duplicate, then of the duplicate
+      for (std::size_t level = 0; level + 1 < open.size(); ++level) {
+        pointer = open[level].is_object ? child_pointer(pointer, open[level].key)
+                                        : child_pointer(pointer, open[level].next_index - 1);
+      }
+      duplicate = child_pointer(pointer, name);
+      return false;  // stop: the first one is enough
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+      return false;
+    }
+  };
+  DuplicateFinder finder;
+  Json::sax_parse(text.begin(), text.end(), &finder);
+  return finder.duplicate;
+}
+
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix.
 std::string json_problem(const Json::exception& error) {
   std::string what = error.what();
@@ -454,6 +521,9 @@ class MatrixParser {
       fail(file, "malformed JSON at byte " + std::to_string(byte_where_parsing_stops(text)),
            json_problem(error));
     }
+    if (const std::optional<std::string> duplicate = first_duplicate_key(text)) {
+      fail(file, field(*duplicate), "key given twice in one object (JSON keeps only one value)");
+    }
     if (!document.is_object()) {
       fail(file, "top level", "expected a JSON object, got " + std::string(document.type_name()));
     }
@@ -474,6 +544,14 @@ class MatrixParser {
       fail(file, field("/name"), "expected a non-empty string, got " + describe_value(*name));
     }
     matrix.name = name->get<std::string>();
+    // The name becomes every case's id, which reports print and JUnit XML holds: XML 1.0 has no
+    // way to write most control characters, so they are refused here rather than there.
+    if (std::any_of(matrix.name.begin(), matrix.name.end(), [](char c) {
+          const auto byte = static_cast<unsigned char>(c);
+          return byte < 0x20 || byte == 0x7f;
+        })) {
+      fail(file, field("/name"), "contains a control character: case ids come from the name");
+    }
 
     std::set<std::string> ids;
     if (const auto include = document.find("include"); include != document.end()) {

@@ -349,8 +349,33 @@ TEST(MatrixFile, MalformedJsonNamesTheFileAndTheBytePosition) {
   EXPECT_THAT(message, HasSubstr("malformed JSON at byte 25"));
 }
 
+TEST(MatrixFile, AKeyGivenTwiceInOneObjectIsAnErrorNamingItsPointer) {
+  EXPECT_THAT(error_of(R"({"name": "m", "name": "n", "cases": [{}]})"),
+              HasSubstr("field /name: key given twice in one object"));
+  EXPECT_THAT(error_of(R"({"name": "m", "cases": [{}, {"batch": 1, "heads": 2, "batch": 3}]})"),
+              HasSubstr("field /cases/1/batch: key given twice"));
+  EXPECT_THAT(
+      error_of(R"({"name": "m", "matrix": {"seq_len": [[1], {"a": 1, "a": 2}]}, "cases": [{}]})"),
+      HasSubstr("field /matrix/seq_len/1/a: key given twice"));
+}
+
+TEST(MatrixFile, TheSameKeyInDifferentObjectsIsFine) {
+  const CaseMatrix matrix =
+      parse(R"({"name": "m", "defaults": {"batch": 2}, "cases": [{"batch": 1}, {"batch": 3}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[1].batch, 3);
+}
+
 TEST(MatrixFile, TopLevelThatIsNotAnObjectIsAnError) {
   EXPECT_THAT(error_of("[1, 2]"), HasSubstr("expected a JSON object, got array"));
+}
+
+TEST(MatrixFile, NameWithAControlCharacterIsAnError) {
+  EXPECT_THAT(error_of("{\"name\": \"a\\u0001b\", \"cases\": [{}]}"),
+              HasSubstr("field /name: contains a control character"));
+  EXPECT_THAT(error_of("{\"name\": \"a\\tb\", \"cases\": [{}]}"),
+              HasSubstr("contains a control character"));
+  EXPECT_EQ(error_of(R"({"name": "caf\u00e9 matrix", "cases": [{}]})"), "");
 }
 
 TEST(MatrixFile, MissingNameIsAnError) {
