@@ -146,12 +146,10 @@ int main(int argc, char** argv) {
                 ratio, median(bare_over_oracle));
   }
   std::printf(
-      "\nDGEMM: OpenBLAS 2048^3 on every core, GFLOP/s, timed right before each oracle run "
-      "(median\n"
-      "over the run: %.1f). vs DGEMM: the oracle's attention GFLOP/s over that DGEMM's, median of\n"
-      "the pairs. vs own DGEMMs: the time of its two matrix products alone (plain unmasked DGEMMs, "
-      "same\n"
-      "shapes and threads) over its whole time.\n"
+      "\nDGEMM: OpenBLAS 2048^3 on every core, GFLOP/s, timed right before each oracle run\n"
+      "(median over the run: %.1f). vs DGEMM: the oracle's attention GFLOP/s over that DGEMM's,\n"
+      "median of the pairs. vs own DGEMMs: the time of its two matrix products alone (plain\n"
+      "unmasked DGEMMs, same shapes and threads) over its whole time.\n"
       "worst oracle / DGEMM ratio: %.2fx (goal >= 0.50x)\n",
       median(all_dgemm), worst_ratio);
   return 0;

@@ -347,23 +347,37 @@ std::string one_printable_line(const std::string& message) {
   return line;
 }
 
+// nlohmann's SAX interface with every event accepted and the parse stopped at the first error;
+// a pass over the text overrides only what it looks at. Every value, scalar or container, calls
+// value_starts() first.
+struct JsonEvents : nlohmann::json_sax<Json> {
+  virtual void value_starts() {}
+  bool value() {
+    value_starts();
+    return true;
+  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return value(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return value(); }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+};
+
 // The byte at which nlohmann's parser gives up on `text`. An out_of_range error (a number beyond
 // double's range) carries no position, so a second pass over the text, events only, finds it.
 std::size_t byte_where_parsing_stops(std::string_view text) {
-  struct ErrorLocator final : nlohmann::json_sax<Json> {
+  struct ErrorLocator final : JsonEvents {
     std::size_t byte = 0;
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(number_integer_t) override { return true; }
-    bool number_unsigned(number_unsigned_t) override { return true; }
-    bool number_float(number_float_t, const string_t&) override { return true; }
-    bool string(string_t&) override { return true; }
-    bool binary(binary_t&) override { return true; }
-    bool start_object(std::size_t) override { return true; }
-    bool key(string_t&) override { return true; }
-    bool end_object() override { return true; }
-    bool start_array(std::size_t) override { return true; }
-    bool end_array() override { return true; }
     bool parse_error(std::size_t position, const std::string&,
                      const nlohmann::detail::exception&) override {
       byte = position;
@@ -379,7 +393,7 @@ std::size_t byte_where_parsing_stops(std::string_view text) {
 // the two values without a word; a case whose "batch" is given twice is ambiguous, so a matrix
 // file must not have one.
 std::optional<std::string> first_duplicate_key(std::string_view text) {
-  struct DuplicateFinder final : nlohmann::json_sax<Json> {
+  struct DuplicateFinder final : JsonEvents {
     struct Container {
       bool is_object = false;
       std::set<std::string> keys;
@@ -389,20 +403,9 @@ std::optional<std::string> first_duplicate_key(std::string_view text) {
     std::vector<Container> open;
     std::optional<std::string> duplicate;
 
-    void value_starts() {
+    void value_starts() override {
       if (!open.empty() && !open.back().is_object) ++open.back().next_index;
     }
-    bool scalar() {
-      value_starts();
-      return true;
-    }
-    bool null() override { return scalar(); }
-    bool boolean(bool) override { return scalar(); }
-    bool number_integer(number_integer_t) override { return scalar(); }
-    bool number_unsigned(number_unsigned_t) override { return scalar(); }
-    bool number_float(number_float_t, const string_t&) override { return scalar(); }
-    bool string(string_t&) override { return scalar(); }
-    bool binary(binary_t&) override { return scalar(); }
     bool start_container(bool is_object) {
       value_starts();
       open.emplace_back();
@@ -431,9 +434,6 @@ std::optional<std::string> first_duplicate_key(std::string_view text) {
       }
       duplicate = child_pointer(pointer, name);
       return false;  // stop: the first one is enough
-    }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-      return false;
     }
   };
   DuplicateFinder finder;

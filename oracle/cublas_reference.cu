@@ -27,10 +27,10 @@ void check_cublas(cublasStatus_t status, const char* call) {
 }
 #define ATTNFUZZ_CUBLAS_CHECK(call) check_cublas((call), #call)
 
-// One handle for the process, in pedantic math mode: every product in true FP64.
-// One handle per process, destroyed at exit so that its workspace is given back (a leak checker
-// such as compute-sanitizer --leak-check full would otherwise report it). It is created after
-// the CUDA runtime has started, so it is destroyed before the runtime's own teardown.
+// One handle per process, in pedantic math mode (every product in true FP64), destroyed at exit
+// so that its workspace is given back (a leak checker such as compute-sanitizer --leak-check full
+// would otherwise report it). It is created after the CUDA runtime has started, so it is destroyed
+// before the runtime's own teardown.
 class CublasHandle {
  public:
   CublasHandle() {
