@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/parallel_for.h"
@@ -41,6 +42,12 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// After a threaded call OpenBLAS's worker threads spin, waiting for more work, for 2^28 TSC cycles
+// (THREAD_TIMEOUT; about 0.1 s at 2.5 GHz) before they sleep. An oracle run that starts within
+// that time shares its cores with them (on 2 cores it ran about 15% slower): the bench waits
+// them out, so that each figure is of its own code alone.
+constexpr std::chrono::milliseconds kBlasWorkersSettle{400};
+
 // OpenBLAS DGEMM on n x n x n, every core: the machine's float64 peak as BLAS reaches it.
 class SquareDgemm {
  public:
@@ -53,6 +60,7 @@ class SquareDgemm {
                   b_.data(), n_, 0.0, c_.data(), n_);
     });
     openblas_set_num_threads(1);
+    std::this_thread::sleep_for(kBlasWorkersSettle);
     return 2.0 * n_ * n_ * static_cast<double>(n_) / seconds / 1e9;
   }
 

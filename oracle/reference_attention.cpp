@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <span>
 
 #include "core/parallel_for.h"
+#include "oracle/exact_widening.h"
 #include "oracle/softmax_row.h"
 
 namespace attnfuzz {
@@ -55,7 +55,6 @@ constexpr std::int64_t kElementsPerCacheLine = 32;
 
 void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t rows,
                 std::int64_t dim, Dtype dtype, double* out, std::int64_t out_stride) {
-  const std::span<const float> widen = widening_table(dtype);
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::uint16_t* in = base + row * row_stride;
     if (row + kPrefetchRows < rows) {
@@ -63,7 +62,7 @@ void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t
         __builtin_prefetch(in + kPrefetchRows * row_stride + d);
       }
     }
-    for (std::int64_t d = 0; d < dim; ++d) out[row * out_stride + d] = widen[in[d]];
+    widen_to_double(in, dim, dtype, out + row * out_stride);
   }
 }
 
