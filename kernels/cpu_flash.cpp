@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
@@ -195,10 +196,10 @@ class CpuFlashKernel final : public AttentionKernel {
 
         float tile_sum = 0.0f;
         for (int col = 0; col < block_n; ++col) {
-          const float probability = std::exp(scores[col] - safe_max);
-          tile_sum += probability;
-          scores[col] = round_to_dtype(probability, problem.dtype);
+          scores[col] = std::exp(scores[col] - safe_max);
+          tile_sum += scores[col];
         }
+        round_to_dtype_in_place(scores, block_n, problem.dtype);
         // The stale_row_sum plant adds the last tile's sum only after the final division.
         if (plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles) {
           work.row_sum[row] = work.row_sum[row] * correction + tile_sum;

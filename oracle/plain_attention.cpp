@@ -11,7 +11,9 @@
 #include <cmath>
 #include <limits>
 
+#include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
+#include "oracle/single_threaded_blas.h"
 
 namespace attnfuzz {
 
@@ -24,6 +26,7 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
   std::vector<float> output(static_cast<std::size_t>(problem.batch * problem.heads * seq_q * dim));
   const std::span<const float> widen = widening_table(dtype);
   const float scale = static_cast<float>(problem.softmax_scale);
+  use_single_threaded_blas();
 
   parallel_for(
       problem.batch * problem.heads,
@@ -38,10 +41,9 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
         for (std::int64_t i = 0; i < seq_q; ++i) {
           const std::uint16_t* row = tensors.q + batch * problem.q_strides.batch +
                                      i * problem.q_strides.seq + head * problem.q_strides.head;
-          for (std::int64_t d = 0; d < dim; ++d) {
-            query[i * dim + d] = round_to_dtype(widen[row[d]] * scale, dtype);
-          }
+          for (std::int64_t d = 0; d < dim; ++d) query[i * dim + d] = widen[row[d]] * scale;
         }
+        round_to_dtype_in_place(query.data(), seq_q * dim, dtype);
         for (std::int64_t j = 0; j < seq_k; ++j) {
           const std::uint16_t* k_row = tensors.k + batch * problem.k_strides.batch +
                                        j * problem.k_strides.seq + kv_head * problem.k_strides.head;
@@ -59,18 +61,16 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
         for (std::int64_t i = 0; i < seq_q; ++i) {
           float* row = &scores[i * seq_k];
           const std::int64_t visible = problem.last_visible_key(i) + 1;
+          round_to_dtype_in_place(row, visible, dtype);
           float row_max = -std::numeric_limits<float>::infinity();
-          for (std::int64_t j = 0; j < visible; ++j) {
-            row[j] = round_to_dtype(row[j], dtype);
-            row_max = std::max(row_max, row[j]);
-          }
+          for (std::int64_t j = 0; j < visible; ++j) row_max = std::max(row_max, row[j]);
           float row_sum = 0.0f;
           for (std::int64_t j = 0; j < visible; ++j) {
             row[j] = std::exp(row[j] - row_max);
             row_sum += row[j];
           }
-          for (std::int64_t j = 0; j < visible; ++j)
-            row[j] = round_to_dtype(row[j] / row_sum, dtype);
+          for (std::int64_t j = 0; j < visible; ++j) row[j] /= row_sum;
+          round_to_dtype_in_place(row, visible, dtype);
           std::fill(row + std::max<std::int64_t>(visible, 0), row + seq_k, 0.0f);
         }
         float* out = &output[static_cast<std::size_t>(item * seq_q * dim)];
@@ -78,7 +78,7 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
                     static_cast<int>(dim), static_cast<int>(seq_k), 1.0f, scores.data(),
                     static_cast<int>(seq_k), value.data(), static_cast<int>(dim), 0.0f, out,
                     static_cast<int>(dim));
-        for (std::int64_t e = 0; e < seq_q * dim; ++e) out[e] = round_to_dtype(out[e], dtype);
+        round_to_dtype_in_place(out, seq_q * dim, dtype);
       },
       threads);
   return output;

@@ -6,8 +6,7 @@
 //   A = P |V|             SGEMM on P rounded to float, then rounded up to a bound: A only scales
 //                         the tolerance, where float's 2^-24 is ample (magnitude_excess).
 // Every element of the result is written by exactly one item, so its buffers need no clearing
-// and may be reused. OpenBLAS runs single-threaded inside each item: the items keep every core
-// busy.
+// and may be reused. OpenBLAS runs single-threaded inside each item (single_threaded_blas.h).
 #include "oracle/reference_attention.h"
 
 #include <cblas.h>
@@ -16,8 +15,9 @@
 #include <atomic>
 #include <cmath>
 
+#include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
-#include "oracle/exact_widening.h"
+#include "oracle/single_threaded_blas.h"
 #include "oracle/softmax_row.h"
 
 namespace attnfuzz {
@@ -119,11 +119,7 @@ double magnitude_underflow_slack(double value_abs_sum, std::int64_t seq_len_k) {
 
 void reference_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
                          ReferenceAttention& reference, int threads) {
-  static const bool blas_single_threaded = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)blas_single_threaded;
+  use_single_threaded_blas();
 
   static std::atomic<std::uint64_t> calls{0};
   const std::uint64_t call = ++calls;  // identifies this call's inputs in the per-thread caches
