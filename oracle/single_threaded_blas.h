@@ -5,7 +5,8 @@
 
 namespace attnfuzz {
 
-// Sets OpenBLAS to one thread for the whole process (cheap; called at the top of each reference).
+// Sets OpenBLAS to one thread for the whole process (cheap; called at the top of each reference),
+// where a caller such as a benchmark may have given it more.
 void use_single_threaded_blas();
 
 }  // namespace attnfuzz
