@@ -67,4 +67,17 @@ struct LargeBufferAllocator {
 template <class T>
 using LargeBuffer = std::vector<T, LargeBufferAllocator<T>>;
 
+// Gives `buffer` `count` elements that its writer is about to overwrite, reusing its storage when
+// that is large enough (no allocation and no page faults: the point of keeping a buffer from call
+// to call). Otherwise the old storage goes first, its contents neither copied nor held alongside
+// the new; so does storage over a quarter larger than needed, lest a small call after a large one
+// keep the large one's memory (a worker's resident memory is limited).
+template <class T>
+void resize_for_overwrite(LargeBuffer<T>& buffer, std::size_t count) {
+  if (count > buffer.capacity() || buffer.capacity() - count > count / 4) {
+    LargeBuffer<T>().swap(buffer);
+  }
+  buffer.resize(count);
+}
+
 }  // namespace attnfuzz

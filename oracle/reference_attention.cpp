@@ -126,11 +126,12 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
   const std::int64_t dim = problem.head_dim;
   const std::int64_t seq_k = problem.seq_len_k;
   const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
-  reference.output.resize(static_cast<std::size_t>(rows_total * dim));
-  reference.magnitude.resize(static_cast<std::size_t>(rows_total * dim));
-  reference.inverse_row_sum.resize(static_cast<std::size_t>(rows_total));
-  reference.score_scale.resize(static_cast<std::size_t>(rows_total));
-  reference.value_abs_sum.resize(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
+  resize_for_overwrite(reference.output, static_cast<std::size_t>(rows_total * dim));
+  resize_for_overwrite(reference.magnitude, static_cast<std::size_t>(rows_total * dim));
+  resize_for_overwrite(reference.inverse_row_sum, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.score_scale, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.value_abs_sum,
+                       static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
   const double inflation = magnitude_inflation(seq_k);
 
   const std::int64_t block_rows =
@@ -154,9 +155,9 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
 
         if (work.cached_call != call || work.cached_batch != batch ||
             work.cached_kv_head != kv_head) {
-          work.key.resize(static_cast<std::size_t>(seq_k * dim));
-          work.value.resize(static_cast<std::size_t>(seq_k * dim));
-          work.value_abs.resize(static_cast<std::size_t>(seq_k * dim));
+          resize_for_overwrite(work.key, static_cast<std::size_t>(seq_k * dim));
+          resize_for_overwrite(work.value, static_cast<std::size_t>(seq_k * dim));
+          resize_for_overwrite(work.value_abs, static_cast<std::size_t>(seq_k * dim));
           work.value_abs_sum.assign(static_cast<std::size_t>(dim), 0.0);
           widen_rows(tensors.k + batch * problem.k_strides.batch + kv_head * problem.k_strides.head,
                      problem.k_strides.seq, seq_k, dim, problem.dtype, work.key.data(), dim);
@@ -183,7 +184,7 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
                     reference.value_abs_sum.begin() + (batch * problem.kv_heads + kv_head) * dim);
         }
 
-        work.query.resize(static_cast<std::size_t>(rows * dim));
+        resize_for_overwrite(work.query, static_cast<std::size_t>(rows * dim));
         widen_rows(tensors.q + batch * problem.q_strides.batch + first_row * problem.q_strides.seq +
                        head * problem.q_strides.head,
                    problem.q_strides.seq, rows, dim, problem.dtype, work.query.data(), dim);
@@ -199,8 +200,8 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
           return;
         }
 
-        work.scores.resize(static_cast<std::size_t>(rows * keys));
-        work.probabilities.resize(static_cast<std::size_t>(rows * keys));
+        resize_for_overwrite(work.scores, static_cast<std::size_t>(rows * keys));
+        resize_for_overwrite(work.probabilities, static_cast<std::size_t>(rows * keys));
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
                     static_cast<int>(keys), static_cast<int>(dim), problem.softmax_scale,
                     work.query.data(), static_cast<int>(dim), work.key.data(),
@@ -222,12 +223,12 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
           reference.inverse_row_sum[row_index_base + row] = inverse;  // applied after P V
         }
 
-        work.result.resize(static_cast<std::size_t>(rows * dim));
+        resize_for_overwrite(work.result, static_cast<std::size_t>(rows * dim));
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
                     static_cast<int>(dim), static_cast<int>(keys), 1.0, work.scores.data(),
                     static_cast<int>(keys), work.value.data(), static_cast<int>(dim), 0.0,
                     work.result.data(), static_cast<int>(dim));
-        work.magnitude_part.resize(static_cast<std::size_t>(rows * dim));
+        resize_for_overwrite(work.magnitude_part, static_cast<std::size_t>(rows * dim));
         work.magnitude.assign(static_cast<std::size_t>(rows * dim), 0.0);
         for (std::int64_t first_key = 0; first_key < keys; first_key += kMagnitudeChunkKeys) {
           const std::int64_t chunk = std::min(kMagnitudeChunkKeys, keys - first_key);

@@ -36,5 +36,31 @@ TEST(LargeBuffer, AssignAndValueConstructionStillSetEveryElement) {
   for (float value : filled) ASSERT_EQ(value, -1.0f);
 }
 
+TEST(LargeBuffer, ResizeForOverwriteKeepsStorageThatIsLargeEnough) {
+  LargeBuffer<double> buffer(1000);
+  const double* storage = buffer.data();
+  resize_for_overwrite(buffer, 850);
+  EXPECT_EQ(buffer.size(), 850u);
+  EXPECT_EQ(buffer.data(), storage);
+  resize_for_overwrite(buffer, 1000);
+  EXPECT_EQ(buffer.size(), 1000u);
+  EXPECT_EQ(buffer.data(), storage);
+}
+
+TEST(LargeBuffer, ResizeForOverwriteGrowsToTheSizeAsked) {
+  LargeBuffer<double> buffer(10);
+  resize_for_overwrite(buffer, 1 << 20);
+  EXPECT_EQ(buffer.size(), std::size_t{1} << 20);
+  buffer.back() = 1.0;  // the whole size is usable
+  EXPECT_EQ(buffer.back(), 1.0);
+}
+
+TEST(LargeBuffer, ResizeForOverwriteReleasesStorageOverAQuarterLargerThanNeeded) {
+  LargeBuffer<double> buffer(1000);
+  resize_for_overwrite(buffer, 700);
+  EXPECT_EQ(buffer.size(), 700u);
+  EXPECT_LT(buffer.capacity(), 1000u);
+}
+
 }  // namespace
 }  // namespace attnfuzz
