@@ -98,7 +98,7 @@ ship_inputs() {
 
 targets=()
 
-# The attention kernel fuzzer: binary cases (fuzz/case_codec.h) on the CPU backend.
+# The attention kernel fuzzer: binary cases (case/case_codec.h) on the CPU backend.
 build_target fuzz_attention_libfuzzer ATTNFUZZ_LIBFUZZER
 ship_inputs fuzz_attention_libfuzzer corpus/attention.dict corpus/seeds
 targets+=(fuzz_attention_libfuzzer)

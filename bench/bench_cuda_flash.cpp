@@ -14,12 +14,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "case/data_distribution.h"
 #include "core/cuda_check.h"
 #include "core/device_array.h"
-#include "fuzz/case_runner.h"
-#include "fuzz/data_distribution.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
+#include "run/case_runner.h"
 
 namespace attnfuzz {
 namespace {

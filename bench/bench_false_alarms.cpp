@@ -11,7 +11,8 @@
 #include <map>
 #include <string>
 
-#include "fuzz/case_codec.h"
+#include "case/case_codec.h"
+#include "core/clock.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
 
@@ -69,8 +70,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = seconds_since(started);
   std::printf("\ncases checked against the oracle, by distribution and dtype:\n");
   for (const auto& [name, count] : checked_by_class)
     std::printf("  %-28s %lld\n", name.c_str(), count);

@@ -24,9 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "case/attention_case.h"
+#include "case/data_distribution.h"
+#include "core/clock.h"
 #include "core/parallel_for.h"
-#include "fuzz/attention_case.h"
-#include "fuzz/data_distribution.h"
 #include "oracle/reference_attention.h"
 
 namespace {
@@ -34,7 +35,7 @@ namespace {
 double seconds_of(const std::function<void()>& body) {
   const auto start = std::chrono::steady_clock::now();
   body();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return attnfuzz::seconds_since(start);
 }
 
 double median(std::vector<double> values) {

@@ -10,7 +10,7 @@
 #include <ostream>
 #include <vector>
 
-#include "fuzz/attention_case.h"
+#include "case/attention_case.h"
 
 namespace attnfuzz {
 

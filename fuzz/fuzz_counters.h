@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "fuzz/attention_case.h"
+#include "case/attention_case.h"
 
 namespace attnfuzz {
 

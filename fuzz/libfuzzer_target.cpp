@@ -1,6 +1,6 @@
 // The coverage-guided engine: libFuzzer's entry points over the shared case model.
 //
-// Each input is a binary case (fuzz/case_codec.h). The case runs on the kernel under test against
+// Each input is a binary case (case/case_codec.h). The case runs on the kernel under test against
 // the float64 oracle; a failing case is printed as JSON with a replay command, then the process
 // aborts so that libFuzzer writes the crash file. Beside the instrumented code's own coverage,
 // extra counters (libFuzzer's __libfuzzer_extra_counters) mark which shape classes a case hit and
@@ -9,27 +9,37 @@
 // CUDA kernel, the kernel's own device-side coverage points (kernels/device_coverage.h) are
 // copied into extra counters after every case too.
 //
-//   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--plant=NAME] [--backend=NAME]
-//                            [--kernel-lib=PLUGIN.so] [CORPUS_DIR...]
-// The kernel, plant, backend (cpu by default; auto or cuda for the CUDA kernels) and a kernel
-// plugin to load come from those flags (libFuzzer ignores flags that start with "--") or from
-// ATTNFUZZ_KERNEL, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND and ATTNFUZZ_KERNEL_LIB.
-#include <cmath>
+//   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--kernel-lib=PLUGIN.so]
+//                            [--plant=NAME] [--backend=NAME] [--oracle=NAME] [--threads=N]
+//                            [CORPUS_DIR...]
+// These are the rows of fuzz_attention's flag table marked SHARED_OPTION (cli/harness_options.h),
+// read and checked by the same code as fuzz_attention's (cli/run_settings_options.h); only the
+// `--flag=value` form is read, and libFuzzer ignores flags that start with "--". A flag that is not
+// given comes from its environment variable when that is set and not empty (the flag wins):
+//   ATTNFUZZ_KERNEL, ATTNFUZZ_KERNEL_LIB, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND, ATTNFUZZ_ORACLE,
+//   ATTNFUZZ_THREADS.
+// Defaults are fuzz_attention's, except the backend: cpu (auto or cuda for the CUDA kernels). A
+// plugin's kernel is the one fuzzed unless --kernel names another. A bad value, an unknown kernel
+// or a kernel without the plant ends the process with kExitHarnessError (3) and the reason.
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 
-#include "fuzz/case_codec.h"
-#include "fuzz/case_runner.h"
+#include "case/case_codec.h"
+#include "cli/harness_options.h"
+#include "cli/run_settings_options.h"
+#include "core/exit_codes.h"
+#include "core/harness_error.h"
+#include "core/text.h"
 #include "fuzz/fuzz_counters.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/device_coverage.h"
 #include "kernels/kernel_registry.h"
-#include "kernels/planted_bug.h"
-#include "kernels/plugin_kernel.h"
+#include "run/case_runner.h"
+#include "run/replay_command.h"
 
 namespace attnfuzz {
 namespace {
@@ -43,36 +53,51 @@ RunSettings& settings() {
   return instance;
 }
 
-void take_setting(const char* name, const std::string& value) {
-  if (std::strcmp(name, "kernel") == 0) settings().kernel = value;
-  if (std::strcmp(name, "kernel-lib") == 0) {
-    try {
-      const AttentionKernel& plugin = load_plugin_kernel(value);
-      settings().kernel_lib = value;
-      if (settings().kernel.empty()) settings().kernel = std::string(plugin.name());
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "fuzz_attention_libfuzzer: --kernel-lib: %s\n", error.what());
-      std::exit(3);
-    }
+// The settings from the --flag=value arguments and ATTNFUZZ_* variables, checked as fuzz_attention
+// checks them: the kernel exists here and carries the plant. Throws HarnessError.
+RunSettings read_settings(int argc, char** argv) {
+  HarnessOptions defaults;
+  defaults.backend = "cpu";
+  const HarnessOptions options = parse_shared_options(std::move(defaults), argc, argv);
+  apply_thread_count(options.threads);
+  const std::string plugin_kernel = load_kernel_lib(options.kernel_lib);
+  RunSettings run_settings = run_settings_of(options, plugin_kernel);
+  CaseRunner(run_settings).validate(AttentionCase{});
+  return run_settings;
+}
+
+// A CUDA kernel's own coverage points join the counters when it can run here.
+void enable_device_coverage_for(const RunSettings& run_settings) {
+  const AttentionKernel* kernel = find_kernel(CaseRunner(run_settings).kernel_for(AttentionCase{}));
+  if (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device &&
+      cuda_device_status().usable) {
+    set_device_coverage(true);
   }
-  if (std::strcmp(name, "backend") == 0) {
-    for (Backend backend : {Backend::auto_select, Backend::cpu, Backend::cuda}) {
-      if (backend_name(backend) == value) {
-        settings().backend = backend;
-        return;
-      }
-    }
-    std::fprintf(stderr, "fuzz_attention_libfuzzer: unknown backend '%s'\n", value.c_str());
-    std::exit(3);
+}
+
+// Marks the counters of a case that ran: its shape, its error and the kernel's device coverage.
+void mark_counters(const AttentionCase& attention_case, const CaseResult& result) {
+  mark_shape_counters(attention_case);
+  if (result.ran) mark_error_counter(result.comparison.error_ratio);
+  try {
+    mark_device_counters(take_device_coverage());  // empty unless a CUDA kernel recorded
+  } catch (const std::exception&) {
+    // The CUDA context is gone: the case itself has failed or been skipped with the reason.
   }
-  if (std::strcmp(name, "plant") == 0) {
-    const std::optional<PlantedBug> plant = parse_planted_bug(value);
-    if (!plant) {
-      std::fprintf(stderr, "fuzz_attention_libfuzzer: unknown planted bug '%s'\n", value.c_str());
-      std::exit(3);
-    }
-    settings().plant = *plant;
-  }
+}
+
+// Prints a failing case with the command that replays its crash file, then aborts, so that
+// libFuzzer writes that file.
+[[noreturn]] void report_failure(const AttentionCase& attention_case, const CaseResult& result) {
+  ReplayCommand replay = replay_command_for(settings());
+  replay.replay = "<this crash file>";
+  replay.kernel = result.kernel_name;
+  replay.plant = result.plant;
+  std::cerr << "\n==== attnfuzz: kernel " << result.kernel_name << " failed ====\n"
+            << "case: " << case_keys_to_json(attention_case).dump() << "\n"
+            << "reason: " << printable_text(result.reason, KeptControls::tab_and_newline) << "\n"
+            << "replay: " << replay_command_line(replay) << "\n";
+  std::abort();
 }
 
 }  // namespace
@@ -80,23 +105,16 @@ void take_setting(const char* name, const std::string& value) {
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   using namespace attnfuzz;
-  settings().backend = Backend::cpu;
-  if (const char* kernel = std::getenv("ATTNFUZZ_KERNEL")) take_setting("kernel", kernel);
-  if (const char* plant = std::getenv("ATTNFUZZ_PLANT")) take_setting("plant", plant);
-  if (const char* backend = std::getenv("ATTNFUZZ_BACKEND")) take_setting("backend", backend);
-  if (const char* library = std::getenv("ATTNFUZZ_KERNEL_LIB")) take_setting("kernel-lib", library);
-  for (int index = 1; index < *argc; ++index) {
-    const std::string argument = (*argv)[index];
-    for (const char* name : {"kernel-lib", "kernel", "plant", "backend"}) {
-      const std::string prefix = std::string("--") + name + "=";
-      if (argument.rfind(prefix, 0) == 0) take_setting(name, argument.substr(prefix.size()));
-    }
+  try {
+    settings() = read_settings(*argc, *argv);
+  } catch (const HarnessError& error) {
+    std::cerr << "fuzz_attention_libfuzzer: error: " << error.what() << "\n";
+    std::exit(kExitHarnessError);
+  } catch (const std::exception& error) {
+    std::cerr << "fuzz_attention_libfuzzer: internal error: " << error.what() << "\n";
+    std::exit(kExitHarnessError);
   }
-  const AttentionKernel* kernel = find_kernel(CaseRunner(settings()).kernel_for(AttentionCase{}));
-  if (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device &&
-      cuda_device_status().usable) {
-    set_device_coverage(true);
-  }
+  enable_device_coverage_for(settings());
   return 0;
 }
 
@@ -109,24 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                             attention_case->head_dim;
   if (work > kMaxFuzzWork) return -1;
   attention_case->id = "fuzz";
-  const CaseRunner runner(settings());
-  mark_shape_counters(*attention_case);
-  const CaseResult result = runner.run(*attention_case);
-  if (result.ran) mark_error_counter(result.comparison.error_ratio);
-  try {
-    mark_device_counters(take_device_coverage());  // empty unless a CUDA kernel recorded
-  } catch (const std::exception&) {
-    // The CUDA context is gone: the case itself has failed or been skipped with the reason.
-  }
-  if (result.status != CaseStatus::fail) return 0;
-
-  std::cerr << "\n==== attnfuzz: kernel " << result.kernel_name << " failed ====\n"
-            << "case: " << case_keys_to_json(*attention_case).dump() << "\n"
-            << "reason: " << result.reason << "\n"
-            << "replay: fuzz_attention --replay <this crash file>"
-            << (settings().kernel_lib.empty() ? std::string()
-                                              : " --kernel-lib " + settings().kernel_lib)
-            << " --kernel " << result.kernel_name
-            << (result.plant != "none" ? " --plant " + result.plant : std::string()) << "\n";
-  std::abort();
+  const CaseResult result = CaseRunner(settings()).run(*attention_case);
+  mark_counters(*attention_case, result);
+  if (result.status == CaseStatus::fail) report_failure(*attention_case, result);
+  return 0;
 }

@@ -1,5 +1,5 @@
-// libFuzzer target for the matrix/config reader (fuzz/matrix_file.h), built with ASan and UBSan by
-// the nested build in cmake/LibFuzzer.cmake.
+// libFuzzer target for the matrix/config reader (matrix/matrix_file.h), built with ASan and UBSan
+// by the nested build in cmake/LibFuzzer.cmake.
 //
 // Each input is the text of a matrix file. find_matrix_parse_misbehaviour (matrix_parse_check.h)
 // runs the reader on it, includes resolving among the built-in matrices only; a misbehaviour (an
@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "fuzz/matrix_parse_check.h"
+#include "matrix/matrix_parse_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

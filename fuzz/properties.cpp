@@ -12,10 +12,13 @@
 #include <ostream>
 #include <sstream>
 
-#include "fuzz/case_codec.h"
+#include "case/case_codec.h"
+#include "core/clock.h"
+#include "core/splitmix.h"
+#include "core/write_file_atomically.h"
 #include "fuzz/case_generator.h"
-#include "fuzz/report_writers.h"
 #include "oracle/tolerance.h"
+#include "run/replay_command.h"
 
 namespace attnfuzz {
 namespace {
@@ -116,12 +119,6 @@ void for_each_key_row(const AttentionProblem& problem, Visit visit) {
             b * problem.v_strides.batch + j * problem.v_strides.seq + kv * problem.v_strides.head);
 }
 
-std::uint64_t mix(std::uint64_t value) {
-  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
-  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
-  return value ^ (value >> 31);
-}
-
 // Everything a metamorphic check needs: the kernel, the problem and the case's own inputs.
 struct Subject {
   const AttentionKernel* kernel = nullptr;
@@ -163,7 +160,8 @@ std::optional<std::string> check_key_shift(const Subject& subject, std::uint64_t
       problem, [&](std::int64_t b, std::int64_t kv, std::int64_t, std::int64_t k_at, std::int64_t) {
         for (std::int64_t d = 0; d < problem.head_dim; ++d) {
           const std::uint64_t draw =
-              mix(seed ^ mix(static_cast<std::uint64_t>((b * problem.kv_heads + kv) * 4096 + d)));
+              splitmix64_finalise(seed ^ splitmix64_finalise(static_cast<std::uint64_t>(
+                                             (b * problem.kv_heads + kv) * 4096 + d)));
           const float shift = static_cast<float>(static_cast<int>(draw % 5) - 2);
           const float value = dtype_to_float(shifted.k[k_at + d], problem.dtype) + shift;
           shifted.k[k_at + d] = float_to_dtype(value, problem.dtype);
@@ -239,8 +237,8 @@ std::optional<std::string> check_causal_future(const Subject& subject, const Att
   if (!problem.causal || problem.seq_len_k < 2) return std::nullopt;
   // Keys from `first_changed` on get other values; rows that cannot see them must not move.
   const std::int64_t first_changed =
-      1 +
-      static_cast<std::int64_t>(mix(c.seed) % static_cast<std::uint64_t>(problem.seq_len_k - 1));
+      1 + static_cast<std::int64_t>(splitmix64_finalise(c.seed) %
+                                    static_cast<std::uint64_t>(problem.seq_len_k - 1));
   const AttentionInputs other = generate_inputs(problem, c.data, c.seed + 1, c.injection);
   AttentionInputs changed = subject.inputs;
   for_each_key_row(problem, [&](std::int64_t, std::int64_t, std::int64_t j, std::int64_t k_at,
@@ -358,7 +356,7 @@ std::string save_regression(const std::filesystem::path& folder, Property proper
                             const AttentionCase& minimal, const std::string& kernel) {
   std::filesystem::create_directories(folder);
   const std::string text = case_to_matrix_text(minimal, "regression");
-  const std::uint64_t digest = mix(std::hash<std::string>{}(text));
+  const std::uint64_t digest = splitmix64_finalise(std::hash<std::string>{}(text));
   char suffix[17];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(digest));
   const std::filesystem::path path =
@@ -428,7 +426,7 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
     outcomes.push_back(std::move(outcome));
   }
   const Clock::time_point started = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  auto elapsed = [&] { return seconds_since(started); };
   const std::string kernel = CaseRunner(settings.run).kernel_for(AttentionCase{});
 
   for (std::uint64_t round = 0; elapsed() < settings.budget_seconds; ++round) {
@@ -441,8 +439,9 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
       std::string last_message;
       int tests = 0;
       rc::detail::TestParams params;
-      params.seed = mix(settings.seed + round * 0x9E3779B97F4A7C15ull +
-                        static_cast<std::uint64_t>(outcome.property));
+      // SplitMix64's output at state seed + property advanced `round` steps.
+      params.seed = splitmix64_finalise(settings.seed + round * kSplitMix64Gamma +
+                                        static_cast<std::uint64_t>(outcome.property));
       params.maxSuccess = settings.tests_per_round;
       params.maxSize = 100;
       const auto result = rc::detail::checkTestable(
@@ -459,7 +458,7 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
           },
           rc::detail::TestMetadata{}, params);
       outcome.tests += tests;
-      outcome.seconds += std::chrono::duration<double>(Clock::now() - round_started).count();
+      outcome.seconds += seconds_since(round_started);
       if (!result.template is<rc::detail::FailureResult>() || !last_failing) continue;
 
       outcome.seconds_to_failure = elapsed();
@@ -469,19 +468,15 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
       const std::string name(kProperties[static_cast<int>(outcome.property)].name);
       outcome.saved_to =
           save_regression(settings.regressions_dir, outcome.property, *last_failing, kernel);
+      ReplayCommand replay = replay_command_for(settings.run);
+      replay.property = name;
+      replay.replay = outcome.saved_to.string();
+      replay.kernel = kernel;
       log << "FAIL property " << name << " after " << outcome.tests << " cases ("
           << outcome.seconds_to_failure << " s): " << last_message << "\n"
           << "  minimal case: " << case_keys_to_json(*last_failing).dump() << "\n"
           << "  saved to " << outcome.saved_to.string() << "\n"
-          << "  replay: fuzz_attention --properties --property " << name << " --replay "
-          << outcome.saved_to.string()
-          << (settings.run.kernel_lib.empty() ? std::string()
-                                              : " --kernel-lib " + settings.run.kernel_lib)
-          << " --kernel " << kernel
-          << (settings.run.plant != PlantedBug::none
-                  ? " --plant " + std::string(planted_bug_name(settings.run.plant))
-                  : std::string())
-          << "\n";
+          << "  replay: " << replay_command_line(replay) << "\n";
       if (settings.stop_at_first_failure) return outcomes;
     }
     if (!any_open) break;

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fuzz/attention_case.h"
-#include "fuzz/case_runner.h"
+#include "case/attention_case.h"
+#include "run/case_runner.h"
 
 namespace attnfuzz {
 

@@ -12,7 +12,8 @@
 //
 // Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
 // every bug of the algorithm (the GPU-only ones have no CPU counterpart). Each changes a line or
-// two of the algorithm, the way the real bug would.
+// two of the algorithm, the way the real bug would, through the rules it shares with the CUDA
+// kernel (flash_plant_rules.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -21,6 +22,7 @@
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
+#include "kernels/flash_plant_rules.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
 
@@ -29,13 +31,15 @@ namespace {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ATTNFUZZ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// Stages of a cloned kernel are inlined into each clone, so that their loops are vectorised for
+// that clone's instruction set rather than compiled once for the baseline.
+#define ATTNFUZZ_KERNEL_STAGE __attribute__((always_inline)) inline
 #else
 #define ATTNFUZZ_KERNEL_CLONES
+#define ATTNFUZZ_KERNEL_STAGE inline
 #endif
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
-constexpr int kMaxBlockM = 64;
-constexpr int kMaxBlockN = 64;
 
 constexpr PlantedBug kCpuFlashPlants[] = {
 #define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
@@ -44,15 +48,220 @@ constexpr PlantedBug kCpuFlashPlants[] = {
 };
 
 // Per-thread working set of one query tile, laid out so the inner loops run over contiguous floats.
+// Sized for the largest tiles of any configuration, so one workspace serves every head dim.
 struct TileWorkspace {
   std::vector<float> query;        // [block_m][head_dim]
   std::vector<float> key_t;        // [head_dim][block_n], transposed for the score loop
   std::vector<float> value;        // [block_n][head_dim]
   std::vector<float> accumulator;  // [block_m][head_dim]
-  std::array<float, kMaxBlockN> scores{};
-  std::array<float, kMaxBlockM> row_max{};
-  std::array<float, kMaxBlockM> row_sum{};
+  std::array<float, kLargestBlockN> scores{};
+  std::array<float, kLargestBlockM> row_max{};
+  std::array<float, kLargestBlockM> row_sum{};
 };
+
+// One forward call: what all of its query tiles share.
+struct FlashCall {
+  const AttentionProblem& problem;
+  const AttentionTensors& tensors;
+  PlantedBug plant;
+  const FlashTileConfig& tiles;
+  std::span<const float> widen;  // element bits -> fp32
+};
+
+// One query tile of one (batch, head): where it lies and which keys it reads.
+struct QueryTile {
+  // Element [batch, 0, head, 0] of Q and O, and [batch, 0, kv_head, 0] of K and V.
+  const std::uint16_t* q_head;
+  const std::uint16_t* k_head;
+  const std::uint16_t* v_head;
+  std::uint16_t* o_head;
+  std::int64_t first_row;        // of the tile, in the head's query rows
+  int rows;                      // rows of the tile before seq_len_q
+  std::int64_t diagonal_offset;  // causal: row i sees the keys up to i + diagonal_offset
+  std::int64_t key_tiles;        // key tiles it reads, from key 0
+  std::int64_t key_end;          // keys from here on are masked
+  float scale;                   // applied to Q K^T
+};
+
+// One key tile of a query tile's loop.
+struct KeyTile {
+  std::int64_t index;
+  std::int64_t first_key;
+  int keys;  // rows of the tile before key_end; the rest are staged as zeros
+};
+
+// Element [batch, 0, head, 0] of a tensor of `seq_len` rows of `heads` heads.
+template <typename Element>
+Element* head_start(const FlashCall& call, Element* tensor, const TensorStrides& strides,
+                    std::int64_t seq_len, std::int64_t heads, std::int64_t batch,
+                    std::int64_t head) {
+  return tensor +
+         batch_offset(batch, strides.batch, seq_len, heads, call.problem.head_dim, call.plant) +
+         head * strides.head;
+}
+
+// Lays out query tile `query_tile` of (batch, head): where its heads start in the four tensors,
+// its rows, its causal diagonal and the key tiles it reads.
+QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_t head,
+                          std::int64_t query_tile) {
+  const AttentionProblem& problem = call.problem;
+  const AttentionTensors& tensors = call.tensors;
+  const std::int64_t kv_head =
+      kv_head_of_query_head(head, problem.kv_heads, problem.group_size(), call.plant);
+  QueryTile tile{};
+  tile.q_head =
+      head_start(call, tensors.q, problem.q_strides, problem.seq_len_q, problem.heads, batch, head);
+  tile.k_head = head_start(call, tensors.k, problem.k_strides, problem.seq_len_k, problem.kv_heads,
+                           batch, kv_head);
+  tile.v_head = head_start(call, tensors.v, problem.v_strides, problem.seq_len_k, problem.kv_heads,
+                           batch, kv_head);
+  tile.o_head =
+      head_start(call, tensors.o, problem.o_strides, problem.seq_len_q, problem.heads, batch, head);
+  tile.first_row = query_tile * call.tiles.block_m;
+  tile.rows = rows_in_tile(tile.first_row, call.tiles.block_m, problem.seq_len_q);
+  tile.diagonal_offset = causal_diagonal_offset(problem.seq_len_q, problem.seq_len_k, call.plant);
+  // Key tiles this query tile needs: all of them, or up to the diagonal of its last row.
+  const std::int64_t keys_needed = keys_needed_by_query_tile(
+      tile.first_row, tile.rows, tile.diagonal_offset, problem.causal, problem.seq_len_k);
+  tile.key_tiles = key_tile_count(keys_needed, call.tiles.block_n, call.plant);
+  tile.key_end =
+      last_key_tile_end(problem.seq_len_k, tile.key_tiles, call.tiles.block_n, call.plant);
+  tile.scale = applied_softmax_scale(static_cast<float>(problem.softmax_scale), call.plant);
+  return tile;
+}
+
+// Clears the workspace for the tile and widens its Q rows to fp32.
+ATTNFUZZ_KERNEL_STAGE void load_query_tile(const FlashCall& call, const QueryTile& tile,
+                                           TileWorkspace& work) {
+  const AttentionProblem& problem = call.problem;
+  const std::int64_t dim = problem.head_dim;
+  const int block_m = call.tiles.block_m;
+  const int block_n = call.tiles.block_n;
+  work.query.assign(static_cast<std::size_t>(block_m * dim), 0.0f);
+  work.key_t.assign(static_cast<std::size_t>(dim * block_n), 0.0f);
+  work.value.assign(static_cast<std::size_t>(block_n * dim), 0.0f);
+  work.accumulator.assign(static_cast<std::size_t>(block_m * dim), 0.0f);
+  std::fill_n(work.row_max.begin(), tile.rows, initial_running_max(call.plant));
+  std::fill_n(work.row_sum.begin(), tile.rows, 0.0f);
+
+  for (int row = 0; row < tile.rows; ++row) {
+    const std::uint16_t* q_row = tile.q_head + (tile.first_row + row) * problem.q_strides.seq;
+    for (std::int64_t d = 0; d < dim; ++d) work.query[row * dim + d] = call.widen[q_row[d]];
+  }
+}
+
+// Stages the K tile (transposed) and the V tile in fp32; rows past the tile's keys stay zero.
+ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const QueryTile& tile,
+                                               const KeyTile& key_tile, TileWorkspace& work) {
+  const AttentionProblem& problem = call.problem;
+  const std::int64_t dim = problem.head_dim;
+  const int block_n = call.tiles.block_n;
+  for (int col = 0; col < block_n; ++col) {
+    const bool inside = col < key_tile.keys;
+    const std::uint16_t* k_row = tile.k_head + (key_tile.first_key + col) * problem.k_strides.seq;
+    const std::uint16_t* v_row = tile.v_head + (key_tile.first_key + col) * problem.v_strides.seq;
+    for (std::int64_t d = 0; d < dim; ++d) {
+      work.key_t[d * block_n + col] = inside ? call.widen[k_row[d]] : 0.0f;
+      work.value[col * dim + d] = inside ? call.widen[v_row[d]] : 0.0f;
+    }
+  }
+}
+
+// One row's step of the online softmax over one staged key tile: its scores, scaled and masked;
+// the new running maximum; P = exp(S - m) into the row sum; and acc = acc * correction + P V.
+ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const QueryTile& tile,
+                                               const KeyTile& key_tile, int row,
+                                               TileWorkspace& work) {
+  const AttentionProblem& problem = call.problem;
+  const PlantedBug plant = call.plant;
+  const std::int64_t dim = problem.head_dim;
+  const int block_n = call.tiles.block_n;
+  float* scores = work.scores.data();
+  std::fill_n(scores, block_n, 0.0f);
+  const float* q_row = &work.query[row * dim];
+  for (std::int64_t d = 0; d < dim; ++d) {
+    const float q_value = q_row[d];
+    const float* k_column = &work.key_t[d * block_n];
+    for (int col = 0; col < block_n; ++col) scores[col] += q_value * k_column[col];
+  }
+
+  const std::int64_t last_key = last_visible_key_of_row(tile.first_row + row, tile.diagonal_offset,
+                                                        problem.causal, tile.key_end);
+  float tile_max = kNegativeInfinity;
+  for (int col = 0; col < block_n; ++col) {
+    const bool visible = key_is_visible(col, key_tile.keys, key_tile.first_key, last_key);
+    scores[col] = visible ? scores[col] * tile.scale : kNegativeInfinity;
+    tile_max = std::max(tile_max, scores[col]);
+  }
+
+  const float old_max = work.row_max[row];
+  const float new_max = new_running_max(std::max(old_max, tile_max), plant);
+  // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
+  // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
+  const float safe_max = new_max == kNegativeInfinity ? 0.0f : new_max;
+  const float correction = std::exp(old_max - safe_max);
+  work.row_max[row] = new_max;
+
+  float tile_sum = 0.0f;
+  for (int col = 0; col < block_n; ++col) {
+    scores[col] = std::exp(scores[col] - safe_max);
+    tile_sum += scores[col];
+  }
+  round_to_dtype_in_place(scores, block_n, problem.dtype);
+  if (adds_tile_to_row_sum(key_tile.index, tile.key_tiles, plant)) {
+    work.row_sum[row] = work.row_sum[row] * correction + tile_sum;
+  }
+
+  float* accumulator = &work.accumulator[row * dim];
+  if (rescales_accumulator(plant)) {
+    for (std::int64_t d = 0; d < dim; ++d) accumulator[d] *= correction;
+  }
+  for (int col = 0; col < key_tile.keys; ++col) {
+    const float probability = scores[col];
+    const float* v_row = &work.value[col * dim];
+    for (std::int64_t d = 0; d < dim; ++d) accumulator[d] += probability * v_row[d];
+  }
+  if (rounds_accumulator_every_key_tile(plant)) {
+    for (std::int64_t d = 0; d < dim; ++d) {
+      accumulator[d] = round_to_dtype(accumulator[d], problem.dtype);
+    }
+  }
+}
+
+// O = acc / l in the input dtype, 0 for rows that saw no key.
+ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryTile& tile,
+                                             const TileWorkspace& work) {
+  const AttentionProblem& problem = call.problem;
+  const std::int64_t dim = problem.head_dim;
+  for (int row = 0; row < tile.rows; ++row) {
+    const float row_sum = work.row_sum[row];
+    const bool saw_no_key = row_saw_no_key(row_sum);
+    const float inverse = 1.0f / row_sum;
+    std::uint16_t* o_row = tile.o_head + (tile.first_row + row) * problem.o_strides.seq;
+    for (std::int64_t d = 0; d < dim; ++d) {
+      const float value =
+          output_value(work.accumulator[row * dim + d] * inverse, saw_no_key, call.plant);
+      o_row[d] = float_to_dtype(value, problem.dtype);
+    }
+  }
+}
+
+// Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time. Products of fp16/bf16
+// values are exact in fp32, and the kernels library builds with -ffp-contract=off, so every
+// clone computes bit-identical results.
+ATTNFUZZ_KERNEL_CLONES
+void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace& work) {
+  load_query_tile(call, tile, work);
+  for (std::int64_t index = 0; index < tile.key_tiles; ++index) {
+    KeyTile key_tile{};
+    key_tile.index = index;
+    key_tile.first_key = index * call.tiles.block_n;
+    key_tile.keys = rows_in_tile(key_tile.first_key, call.tiles.block_n, tile.key_end);
+    load_key_value_tile(call, tile, key_tile, work);
+    for (int row = 0; row < tile.rows; ++row) add_key_tile_to_row(call, tile, key_tile, row, work);
+  }
+  store_output_tile(call, tile, work);
+}
 
 class CpuFlashKernel final : public AttentionKernel {
  public:
@@ -73,169 +282,17 @@ class CpuFlashKernel final : public AttentionKernel {
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug plant) const override {
-    const FlashTileConfig& tiles = *find_tile_config(problem.head_dim);
-    const std::int64_t query_tiles = plant == PlantedBug::partial_last_query_tile_unwritten
-                                         ? problem.seq_len_q / tiles.block_m
-                                         : (problem.seq_len_q + tiles.block_m - 1) / tiles.block_m;
+    const FlashCall call{problem, tensors, plant, *find_tile_config(problem.head_dim),
+                         widening_table(problem.dtype)};
+    const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, call.tiles.block_m, plant);
     const std::int64_t items = problem.batch * problem.heads * query_tiles;
     parallel_for(items, [&](std::int64_t item) {
       thread_local TileWorkspace workspace;
       const std::int64_t query_tile = item % query_tiles;
       const std::int64_t head = (item / query_tiles) % problem.heads;
       const std::int64_t batch = item / (query_tiles * problem.heads);
-      run_query_tile(problem, tensors, plant, tiles, batch, head, query_tile, workspace);
+      run_query_tile(call, plan_query_tile(call, batch, head, query_tile), workspace);
     });
-  }
-
- private:
-  // Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time. Products of fp16/bf16
-  // values are exact in fp32, and the kernels library builds with -ffp-contract=off, so every
-  // clone computes bit-identical results.
-  ATTNFUZZ_KERNEL_CLONES
-  static void run_query_tile(const AttentionProblem& problem, const AttentionTensors& tensors,
-                             PlantedBug plant, const FlashTileConfig& tiles, std::int64_t batch,
-                             std::int64_t head, std::int64_t query_tile, TileWorkspace& work) {
-    const std::int64_t dim = problem.head_dim;
-    const int block_n = tiles.block_n;
-    const std::int64_t kv_head =
-        plant == PlantedBug::gqa_modulo ? head % problem.kv_heads : head / problem.group_size();
-    const std::span<const float> widen = widening_table(problem.dtype);
-    const std::int64_t first_row = query_tile * tiles.block_m;
-    const int rows =
-        static_cast<int>(std::min<std::int64_t>(tiles.block_m, problem.seq_len_q - first_row));
-    // How far past the causal diagonal a row may look: 0 is correct, 1 is the off-by-one plant.
-    const std::int64_t causal_slack = plant == PlantedBug::causal_off_by_one ? 1 : 0;
-    const std::int64_t diagonal_offset =
-        (plant == PlantedBug::causal_top_left ? 0 : problem.seq_len_k - problem.seq_len_q) +
-        causal_slack;
-    // Where batch b starts in a tensor: its stride, or the compact size of one batch (the plant).
-    const auto batch_start = [&](const TensorStrides& strides, std::int64_t seq_len,
-                                 std::int64_t heads) {
-      return batch *
-             (plant == PlantedBug::batch_stride_unpadded ? seq_len * heads * dim : strides.batch);
-    };
-
-    work.query.assign(static_cast<std::size_t>(tiles.block_m * dim), 0.0f);
-    work.key_t.assign(static_cast<std::size_t>(dim * block_n), 0.0f);
-    work.value.assign(static_cast<std::size_t>(block_n * dim), 0.0f);
-    work.accumulator.assign(static_cast<std::size_t>(tiles.block_m * dim), 0.0f);
-    const float initial_max = plant == PlantedBug::running_max_init_zero ? 0.0f : kNegativeInfinity;
-    std::fill_n(work.row_max.begin(), rows, initial_max);
-    std::fill_n(work.row_sum.begin(), rows, 0.0f);
-
-    const std::uint16_t* q_base = tensors.q +
-                                  batch_start(problem.q_strides, problem.seq_len_q, problem.heads) +
-                                  head * problem.q_strides.head;
-    for (int row = 0; row < rows; ++row) {
-      const std::uint16_t* q_row = q_base + (first_row + row) * problem.q_strides.seq;
-      for (std::int64_t d = 0; d < dim; ++d) work.query[row * dim + d] = widen[q_row[d]];
-    }
-
-    // Key tiles this query tile needs: all of them, or up to the diagonal of its last row.
-    std::int64_t keys_needed = problem.seq_len_k;
-    if (problem.causal) {
-      keys_needed = std::clamp<std::int64_t>(first_row + rows - 1 + diagonal_offset + 1, 0,
-                                             problem.seq_len_k);
-    }
-    std::int64_t key_tiles = (keys_needed + block_n - 1) / block_n;
-    if (plant == PlantedBug::drop_last_key_tile) key_tiles = keys_needed / block_n;
-    // Keys the tiles mask at: seq_len_k, or every row of the last tile (the plant).
-    const std::int64_t key_end =
-        plant == PlantedBug::read_past_seq_len_k ? key_tiles * block_n : problem.seq_len_k;
-
-    const std::uint16_t* k_base =
-        tensors.k + batch_start(problem.k_strides, problem.seq_len_k, problem.kv_heads) +
-        kv_head * problem.k_strides.head;
-    const std::uint16_t* v_base =
-        tensors.v + batch_start(problem.v_strides, problem.seq_len_k, problem.kv_heads) +
-        kv_head * problem.v_strides.head;
-    for (std::int64_t key_tile = 0; key_tile < key_tiles; ++key_tile) {
-      const std::int64_t first_key = key_tile * block_n;
-      const int cols = static_cast<int>(std::min<std::int64_t>(block_n, key_end - first_key));
-      // Stage the K tile (transposed) and V tile in fp32; columns past `cols` stay zero.
-      for (int col = 0; col < block_n; ++col) {
-        const bool inside = col < cols;
-        const std::uint16_t* k_row = k_base + (first_key + col) * problem.k_strides.seq;
-        const std::uint16_t* v_row = v_base + (first_key + col) * problem.v_strides.seq;
-        for (std::int64_t d = 0; d < dim; ++d) {
-          work.key_t[d * block_n + col] = inside ? widen[k_row[d]] : 0.0f;
-          work.value[col * dim + d] = inside ? widen[v_row[d]] : 0.0f;
-        }
-      }
-
-      for (int row = 0; row < rows; ++row) {
-        float* scores = work.scores.data();
-        std::fill_n(scores, block_n, 0.0f);
-        const float* q_row = &work.query[row * dim];
-        for (std::int64_t d = 0; d < dim; ++d) {
-          const float q_value = q_row[d];
-          const float* k_column = &work.key_t[d * block_n];
-          for (int col = 0; col < block_n; ++col) scores[col] += q_value * k_column[col];
-        }
-
-        const std::int64_t last_key =
-            problem.causal ? first_row + row + diagonal_offset : key_end - 1;
-        const float scale = plant == PlantedBug::scale_hardcoded_64
-                                ? 0.125f
-                                : static_cast<float>(problem.softmax_scale);
-        float tile_max = kNegativeInfinity;
-        for (int col = 0; col < block_n; ++col) {
-          const bool visible = col < cols && first_key + col <= last_key;
-          scores[col] = visible ? scores[col] * scale : kNegativeInfinity;
-          tile_max = std::max(tile_max, scores[col]);
-        }
-
-        const float old_max = work.row_max[row];
-        const float new_max =
-            plant == PlantedBug::no_max_subtraction ? 0.0f : std::max(old_max, tile_max);
-        // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
-        // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
-        const float safe_max = new_max == kNegativeInfinity ? 0.0f : new_max;
-        const float correction = std::exp(old_max - safe_max);
-        work.row_max[row] = new_max;
-
-        float tile_sum = 0.0f;
-        for (int col = 0; col < block_n; ++col) {
-          scores[col] = std::exp(scores[col] - safe_max);
-          tile_sum += scores[col];
-        }
-        round_to_dtype_in_place(scores, block_n, problem.dtype);
-        // The stale_row_sum plant adds the last tile's sum only after the final division.
-        if (plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles) {
-          work.row_sum[row] = work.row_sum[row] * correction + tile_sum;
-        }
-
-        float* accumulator = &work.accumulator[row * dim];
-        if (plant != PlantedBug::skip_rescale) {
-          for (std::int64_t d = 0; d < dim; ++d) accumulator[d] *= correction;
-        }
-        for (int col = 0; col < cols; ++col) {
-          const float probability = scores[col];
-          const float* v_row = &work.value[col * dim];
-          for (std::int64_t d = 0; d < dim; ++d) accumulator[d] += probability * v_row[d];
-        }
-        if (plant == PlantedBug::pv_fp16_accumulation) {
-          for (std::int64_t d = 0; d < dim; ++d) {
-            accumulator[d] = round_to_dtype(accumulator[d], problem.dtype);
-          }
-        }
-      }
-    }
-
-    std::uint16_t* o_base = tensors.o +
-                            batch_start(problem.o_strides, problem.seq_len_q, problem.heads) +
-                            head * problem.o_strides.head;
-    for (int row = 0; row < rows; ++row) {
-      const float row_sum = work.row_sum[row];
-      const bool saw_no_key = !(row_sum > 0.0f);
-      const float inverse = 1.0f / row_sum;
-      std::uint16_t* o_row = o_base + (first_row + row) * problem.o_strides.seq;
-      for (std::int64_t d = 0; d < dim; ++d) {
-        float value = work.accumulator[row * dim + d] * inverse;
-        if (saw_no_key && plant != PlantedBug::masked_row_nan) value = 0.0f;
-        o_row[d] = float_to_dtype(value, problem.dtype);
-      }
-    }
   }
 };
 

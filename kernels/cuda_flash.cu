@@ -11,8 +11,9 @@
 // O = round(O / l), 0 for rows that saw no key.
 //
 // Tiles come from flash_tile_traits.h, shared with the CPU twin cpu_flash, so both take the same
-// tail paths; the twin's planted bugs are planted here at the same places, plus two that only a
-// GPU kernel can have (a missing barrier, a store past the end of the output).
+// tail paths; the twin's planted bugs are planted here at the same places through the same rules
+// (flash_plant_rules.h), plus two that only a GPU kernel can have (a missing barrier, a store past
+// the end of the output).
 //
 // Shapes: Q, K, V, O are [batch][seq][head][head_dim] by their strides (any layout, padded rows),
 // head_dim contiguous. Elements are raw 16-bit patterns, as everywhere in the harness.
@@ -23,7 +24,9 @@
 #include <cstdint>
 
 #include "core/cuda_check.h"
+#include "kernels/cuda_launch_limits.h"
 #include "kernels/device_coverage.h"
+#include "kernels/flash_plant_rules.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
 
@@ -103,13 +106,6 @@ struct ElementTraits<__nv_bfloat16> {
   }
 };
 
-__device__ inline std::int64_t smaller(std::int64_t a, std::int64_t b) {
-  return a < b ? a : b;
-}
-__device__ inline std::int64_t larger(std::int64_t a, std::int64_t b) {
-  return a < b ? b : a;
-}
-
 __device__ inline std::uint32_t load_pair(const std::uint16_t* shared) {
   return *reinterpret_cast<const std::uint32_t*>(shared);
 }
@@ -171,22 +167,19 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   const std::int64_t head = blockIdx.y;
   const std::int64_t batch = blockIdx.z;
   const std::int64_t kv_head =
-      plant == PlantedBug::gqa_modulo ? head % (problem.kv_heads) : head / params.group_size;
+      kv_head_of_query_head(head, problem.kv_heads, params.group_size, plant);
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int group = lane / 4;      // the accumulator row this lane holds (and row + 8)
   const int quad_lane = lane % 4;  // which column pair of each n8 tile it holds
 
   const std::int64_t first_row = query_tile * kBlockM;
-  const int rows = static_cast<int>(smaller(kBlockM, problem.seq_len_q - first_row));
-  const std::int64_t causal_slack = plant == PlantedBug::causal_off_by_one ? 1 : 0;
+  const int rows = rows_in_tile(first_row, kBlockM, problem.seq_len_q);
   const std::int64_t diagonal_offset =
-      (plant == PlantedBug::causal_top_left ? 0 : problem.seq_len_k - problem.seq_len_q) +
-      causal_slack;
+      causal_diagonal_offset(problem.seq_len_q, problem.seq_len_k, plant);
   const auto batch_start = [&](const TensorStrides& strides, std::int64_t seq_len,
                                std::int64_t heads) {
-    return batch * (plant == PlantedBug::batch_stride_unpadded ? seq_len * heads * kHeadDim
-                                                               : strides.batch);
+    return batch_offset(batch, strides.batch, seq_len, heads, kHeadDim, plant);
   };
 
   // ---- Q tile: shared memory, then A fragments in registers for the whole key loop ----
@@ -213,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   query_row[1] = query_row[0] + 8;
   float row_max[2], row_sum[2];  // row_sum: this lane's share, summed over the quad at the end
   float accumulator[kDimTiles][4];
-  const float initial_max = plant == PlantedBug::running_max_init_zero ? 0.0f : kNegativeInfinity;
+  const float initial_max = initial_running_max(plant);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     row_max[r] = initial_max;
@@ -226,15 +219,11 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   }
 
   // Key tiles this query tile needs: all of them, or up to the diagonal of its last row.
-  std::int64_t keys_needed = problem.seq_len_k;
-  if (problem.causal) {
-    keys_needed = larger(0, smaller(first_row + rows - 1 + diagonal_offset + 1, problem.seq_len_k));
-  }
-  std::int64_t key_tiles = (keys_needed + kBlockN - 1) / kBlockN;
-  if (plant == PlantedBug::drop_last_key_tile) key_tiles = keys_needed / kBlockN;
-  const std::int64_t key_end =
-      plant == PlantedBug::read_past_seq_len_k ? key_tiles * kBlockN : problem.seq_len_k;
-  const float scale = plant == PlantedBug::scale_hardcoded_64 ? 0.125f : params.softmax_scale;
+  const std::int64_t keys_needed = keys_needed_by_query_tile(first_row, rows, diagonal_offset,
+                                                             problem.causal, problem.seq_len_k);
+  const std::int64_t key_tiles = key_tile_count(keys_needed, kBlockN, plant);
+  const std::int64_t key_end = last_key_tile_end(problem.seq_len_k, key_tiles, kBlockN, plant);
+  const float scale = applied_softmax_scale(params.softmax_scale, plant);
   std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;  // per-CTA facts
   mark(coverage, DeviceCoveragePoint::partial_query_tile, rows < kBlockM);
   mark(coverage, DeviceCoveragePoint::single_key_tile, key_tiles == 1);
@@ -255,7 +244,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
 
   for (std::int64_t key_tile = 0; key_tile < key_tiles; ++key_tile) {
     const std::int64_t first_key = key_tile * kBlockN;
-    const int cols = static_cast<int>(smaller(kBlockN, key_end - first_key));
+    const int cols = rows_in_tile(first_key, kBlockN, key_end);
     mark(coverage, DeviceCoveragePoint::partial_key_tile, cols < kBlockN);
     // The diagonal crosses the tile when the tile's last key is hidden from the tile's first row.
     mark(coverage, DeviceCoveragePoint::causal_diagonal_tile,
@@ -289,8 +278,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
       for (int e = 0; e < 4; ++e) {
         const int col = tile * 8 + 2 * quad_lane + (e % 2);
         const std::int64_t last_key =
-            problem.causal ? query_row[e / 2] + diagonal_offset : key_end - 1;
-        const bool visible = col < cols && first_key + col <= last_key;
+            last_visible_key_of_row(query_row[e / 2], diagonal_offset, problem.causal, key_end);
+        const bool visible = key_is_visible(col, cols, first_key, last_key);
         scores[tile][e] = visible ? scores[tile][e] * scale : kNegativeInfinity;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[tile][e]);
       }
@@ -299,8 +288,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     float correction[2], safe_max[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float new_max =
-          plant == PlantedBug::no_max_subtraction ? 0.0f : fmaxf(row_max[r], quad_max(tile_max[r]));
+      const float new_max = new_running_max(fmaxf(row_max[r], quad_max(tile_max[r])), plant);
       // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
       // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
       safe_max[r] = new_max == kNegativeInfinity ? 0.0f : new_max;
@@ -330,12 +318,11 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
       probability[tile][0] = Traits::pack(p[0], p[1]);
       probability[tile][1] = Traits::pack(p[2], p[3]);
     }
-    // The stale_row_sum plant adds the last tile's sum only after the final division.
-    if (plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles) {
+    if (adds_tile_to_row_sum(key_tile, key_tiles, plant)) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
     }
-    if (plant != PlantedBug::skip_rescale) {
+    if (rescales_accumulator(plant)) {
 #pragma unroll
       for (int tile = 0; tile < kDimTiles; ++tile) {
 #pragma unroll
@@ -359,7 +346,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
         Traits::mma(accumulator[tile], a, b0, b1);
       }
     }
-    if (plant == PlantedBug::pv_fp16_accumulation) {
+    if (rounds_accumulator_every_key_tile(plant)) {
 #pragma unroll
       for (int tile = 0; tile < kDimTiles; ++tile) {
 #pragma unroll
@@ -377,7 +364,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float total = quad_sum(row_sum[r]);
-    const bool saw_no_key = !(total > 0.0f);
+    const bool saw_no_key = row_saw_no_key(total);
     const float inverse = 1.0f / total;
     if (query_row[r] >= row_limit) continue;
     mark(params.coverage, DeviceCoveragePoint::fully_masked_row, saw_no_key);
@@ -386,8 +373,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     for (int tile = 0; tile < kDimTiles; ++tile) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        float value = accumulator[tile][2 * r + half] * inverse;
-        if (saw_no_key && plant != PlantedBug::masked_row_nan) value = 0.0f;
+        const float value =
+            output_value(accumulator[tile][2 * r + half] * inverse, saw_no_key, plant);
         mark(params.coverage, DeviceCoveragePoint::output_nonfinite, !isfinite(value));
         o_row[tile * 8 + half] = Traits::store(value);
       }
@@ -453,9 +440,6 @@ constexpr PlantedBug kCudaFlashPlants[] = {
 #undef ATTNFUZZ_CUDA_FLASH_PLANT
 };
 
-// Grid dimensions y and z (heads, batch) are limited to 65535 on every architecture.
-constexpr std::int64_t kMaxGridYZ = 65535;
-
 class CudaFlashKernel final : public AttentionKernel {
  public:
   std::string_view name() const override { return "cuda_flash"; }
@@ -495,9 +479,7 @@ class CudaFlashKernel final : public AttentionKernel {
       ATTNFUZZ_CUDA_CHECK(
           cudaGetSymbolAddress(reinterpret_cast<void**>(&params.coverage), device_coverage));
     }
-    const std::int64_t query_tiles = plant == PlantedBug::partial_last_query_tile_unwritten
-                                         ? problem.seq_len_q / kBlockM
-                                         : (problem.seq_len_q + kBlockM - 1) / kBlockM;
+    const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, kBlockM, plant);
     if (query_tiles == 0) return;  // the plant left nothing to launch
     const Launcher launcher = problem.dtype == Dtype::fp16 ? entry.fp16 : entry.bf16;
     launcher(params, query_tiles, nullptr);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/cuda_check.h"
+#include "kernels/cuda_launch_limits.h"
 #include "kernels/kernel_registry.h"
 
 namespace attnfuzz {
@@ -24,7 +25,6 @@ constexpr std::int64_t kMaxHeadDim = 512;
 // The row of scores lives in shared memory: 16384 fp32 scores = 64 KiB, under the opt-in limit
 // of every architecture the build targets (sm_89 has the smallest, 99 KiB).
 constexpr std::int64_t kMaxSeqLenK = 16384;
-constexpr std::int64_t kMaxGridYZ = 65535;
 
 struct NaiveParams {
   AttentionProblem problem;  // shapes, strides, causal (its host helpers are not called here)

@@ -29,7 +29,19 @@ inline constexpr FlashTileConfig kFlashTileConfigs[] = {
     {256, 64, 32},  // 64 KiB unpadded: needs the opt-in shared memory carve-out on the GPU
 };
 
-inline constexpr int kMaxFlashHeadDim = 256;
+// The largest value of one tile extent (&FlashTileConfig::block_m or ::block_n) over every
+// configuration.
+constexpr int largest_over_configs(int FlashTileConfig::*extent) {
+  int largest = 0;
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    if (config.*extent > largest) largest = config.*extent;
+  }
+  return largest;
+}
+
+// The largest tiles of any configuration: what a buffer sized once for every head dim must hold.
+inline constexpr int kLargestBlockM = largest_over_configs(&FlashTileConfig::block_m);
+inline constexpr int kLargestBlockN = largest_over_configs(&FlashTileConfig::block_n);
 
 constexpr const FlashTileConfig* find_tile_config(std::int64_t head_dim) {
   for (const FlashTileConfig& config : kFlashTileConfigs) {
@@ -38,24 +50,27 @@ constexpr const FlashTileConfig* find_tile_config(std::int64_t head_dim) {
   return nullptr;
 }
 
+// The head dims that have a tile configuration, space-separated: "32 64 96 128 256".
+inline std::string flash_head_dims() {
+  std::string text;
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    if (!text.empty()) text += ' ';
+    text += std::to_string(config.head_dim);
+  }
+  return text;
+}
+
 // What a flash kernel built on these tiles runs, in one line for --list-kernels.
 inline std::string flash_capabilities() {
-  std::string text = "fp16, bf16; head_dim";
-  for (const FlashTileConfig& config : kFlashTileConfigs) {
-    text += ' ' + std::to_string(config.head_dim);
-  }
-  return text + "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides";
+  return "fp16, bf16; head_dim " + flash_head_dims() +
+         "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides";
 }
 
 // Why a flash kernel cannot run a head dim, naming those it can: "<kernel> has no tile
 // configuration for head_dim 80 (supported: 32 64 96 128 256)".
 inline std::string no_tile_config_reason(std::string_view kernel, std::int64_t head_dim) {
-  std::string reason = std::string(kernel) + " has no tile configuration for head_dim " +
-                       std::to_string(head_dim) + " (supported:";
-  for (const FlashTileConfig& config : kFlashTileConfigs) {
-    reason += ' ' + std::to_string(config.head_dim);
-  }
-  return reason + ')';
+  return std::string(kernel) + " has no tile configuration for head_dim " +
+         std::to_string(head_dim) + " (supported: " + flash_head_dims() + ')';
 }
 
 static_assert(find_tile_config(64)->block_m % 16 == 0, "block_m must be whole m16 MMA tiles");

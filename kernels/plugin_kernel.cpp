@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "attnfuzz/attnfuzz_plugin.h"
 #include "kernels/kernel_registry.h"
 
 #if ATTNFUZZ_HAVE_CUDA
@@ -15,10 +14,8 @@
 #endif
 
 namespace attnfuzz {
-namespace {
 
-// The ABI's problem from ours: the same fields, spelled for C.
-attnfuzz_problem to_abi(const AttentionProblem& problem) {
+attnfuzz_problem abi_problem_of(const AttentionProblem& problem) {
   const auto strides = [](const TensorStrides& s) {
     return attnfuzz_strides{s.batch, s.seq, s.head};
   };
@@ -38,6 +35,8 @@ attnfuzz_problem to_abi(const AttentionProblem& problem) {
   abi.o_strides = strides(problem.o_strides);
   return abi;
 }
+
+namespace {
 
 // A message buffer the plugin writes into; whatever it leaves there is cut at its end.
 struct MessageBuffer {
@@ -74,7 +73,7 @@ class PluginKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return {}; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
-    const attnfuzz_problem abi = to_abi(problem);
+    const attnfuzz_problem abi = abi_problem_of(problem);
     MessageBuffer reason;
     if (symbols_.supports(&abi, reason.text.data(), reason.text.size()) != 0) {
       return SupportVerdict::yes();
@@ -85,7 +84,7 @@ class PluginKernel final : public AttentionKernel {
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug /*plant: none carried*/) const override {
-    const attnfuzz_problem abi = to_abi(problem);
+    const attnfuzz_problem abi = abi_problem_of(problem);
     const attnfuzz_tensors abi_tensors{tensors.q, tensors.k, tensors.v, tensors.o, nullptr};
     MessageBuffer error;
     const int status = symbols_.forward(&abi, &abi_tensors, error.text.data(), error.text.size());

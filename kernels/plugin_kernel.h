@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "attnfuzz/attnfuzz_plugin.h"
 #include "kernels/attention_kernel.h"
 
 namespace attnfuzz {
@@ -15,5 +16,8 @@ namespace attnfuzz {
 // naming the file and the problem: not loadable, a missing symbol, another ABI version, an
 // invalid name, or a name the registry already has.
 const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path);
+
+// The ABI's problem from ours: the same fields and strides, spelled for C.
+attnfuzz_problem abi_problem_of(const AttentionProblem& problem);
 
 }  // namespace attnfuzz

@@ -10,6 +10,7 @@
 #include "core/cuda_check.h"
 #include "core/device_array.h"
 #include "oracle/cublas_reference.h"
+#include "oracle/tensor_rows.h"
 
 namespace attnfuzz {
 namespace {
@@ -112,49 +113,76 @@ void widen_pair(const AttentionProblem& problem, const AttentionTensors& tensors
   for (std::int64_t g = 0; g < problem.group_size(); ++g) {
     const std::int64_t head = kv_head * problem.group_size() + g;
     for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-      const std::uint16_t* row = tensors.q + batch * problem.q_strides.batch +
-                                 i * problem.q_strides.seq + head * problem.q_strides.head;
-      double* out = query + (g * problem.seq_len_q + i) * dim;
-      for (std::int64_t d = 0; d < dim; ++d) out[d] = widen[row[d]];
+      widen_row(query_row(problem, tensors, batch, i, head), dim, widen,
+                query + (g * problem.seq_len_q + i) * dim);
     }
   }
   for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
-    const std::uint16_t* k_row = tensors.k + batch * problem.k_strides.batch +
-                                 j * problem.k_strides.seq + kv_head * problem.k_strides.head;
-    const std::uint16_t* v_row = tensors.v + batch * problem.v_strides.batch +
-                                 j * problem.v_strides.seq + kv_head * problem.v_strides.head;
+    widen_row(key_row(problem, tensors, batch, j, kv_head), dim, widen, key + j * dim);
+    const std::uint16_t* v_row = value_row(problem, tensors, batch, j, kv_head);
     for (std::int64_t d = 0; d < dim; ++d) {
-      key[j * dim + d] = widen[k_row[d]];
       value[j * 2 * dim + d] = widen[v_row[d]];
       value[j * 2 * dim + dim + d] = std::fabs(widen[v_row[d]]);
     }
   }
 }
 
-}  // namespace
-
-ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
-                                              const AttentionTensors& tensors) {
+// The tolerance's data scales of one pair, from the same widened values the CPU oracle uses:
+// the column sums of |V| and scale * |Q_i| * max_j |K_j| for each of the pair's query rows.
+void store_data_scales(const AttentionProblem& problem, std::int64_t pair, const double* query,
+                       const double* key, const double* value, ReferenceAttention& reference) {
   const std::int64_t dim = problem.head_dim;
-  const std::int64_t seq_q = problem.seq_len_q;
-  const std::int64_t seq_k = problem.seq_len_k;
-  const std::int64_t group_rows = problem.group_size() * seq_q;  // query rows of one pair
-  const std::int64_t pairs = problem.batch * problem.kv_heads;
+  const std::int64_t group_rows = problem.group_size() * problem.seq_len_q;
+  double max_key_norm = 0.0;
+  for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
+    max_key_norm = std::max(max_key_norm, euclidean_norm(key + j * dim, dim));
+    for (std::int64_t d = 0; d < dim; ++d) {
+      reference.value_abs_sum[pair * dim + d] += value[j * 2 * dim + dim + d];
+    }
+  }
+  for (std::int64_t row = 0; row < group_rows; ++row) {
+    reference.score_scale[pair * group_rows + row] =
+        problem.softmax_scale * euclidean_norm(query + row * dim, dim) * max_key_norm;
+  }
+}
+
+// The result, every element 0 until written (the data scales are sums).
+ReferenceAttention zeroed_reference(const AttentionProblem& problem) {
+  const std::int64_t dim = problem.head_dim;
+  const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
   ReferenceAttention reference;
-  const std::int64_t rows_total = problem.batch * problem.heads * seq_q;
   reference.output.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
   reference.magnitude.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
   reference.inverse_row_sum.assign(static_cast<std::size_t>(rows_total), 0.0);
   reference.score_scale.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.value_abs_sum.assign(static_cast<std::size_t>(pairs * dim), 0.0);
+  reference.value_abs_sum.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim),
+                                 0.0);
+  return reference;
+}
 
-  // Per pair, in doubles: query, key, value with |value|, scores, result with magnitude.
-  const std::int64_t query_size = group_rows * dim, key_size = seq_k * dim,
-                     value_size = seq_k * 2 * dim, score_size = group_rows * seq_k,
-                     result_size = group_rows * 2 * dim;
-  const std::size_t pair_bytes = static_cast<std::size_t>(query_size + key_size + value_size +
-                                                          score_size + result_size + group_rows) *
-                                 sizeof(double);
+// Per (batch, kv head) pair, the doubles of each array: query, key, value with |value|, scores,
+// result with magnitude, and the inverse row sums.
+struct PairSizes {
+  std::int64_t group_rows;  // query rows of one pair
+  std::int64_t query, key, value, scores, result;
+
+  explicit PairSizes(const AttentionProblem& problem)
+      : group_rows(problem.group_size() * problem.seq_len_q),
+        query(group_rows * problem.head_dim),
+        key(problem.seq_len_k * problem.head_dim),
+        value(problem.seq_len_k * 2 * problem.head_dim),
+        scores(group_rows * problem.seq_len_k),
+        result(group_rows * 2 * problem.head_dim) {}
+
+  std::size_t bytes() const {
+    return static_cast<std::size_t>(query + key + value + scores + result + group_rows) *
+           sizeof(double);
+  }
+};
+
+// Pairs per chunk: as many as fit the device memory budget. Throws when not even one fits.
+std::int64_t pairs_per_chunk(const PairSizes& sizes, std::int64_t pairs) {
+  const std::size_t pair_bytes = sizes.bytes();
   std::size_t free_bytes = 0, total_bytes = 0;
   ATTNFUZZ_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t budget = std::min(free_bytes / 2, kMaxChunkBytes);
@@ -163,82 +191,135 @@ ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
                              std::to_string(pair_bytes >> 20) + " MiB of device memory, " +
                              std::to_string(budget >> 20) + " MiB are available");
   }
-  const std::int64_t chunk = std::min<std::int64_t>(pairs, budget / pair_bytes);
+  return std::min<std::int64_t>(pairs, budget / pair_bytes);
+}
 
-  const DeviceArray<double> query(chunk * query_size);
-  const DeviceArray<double> key(chunk * key_size);
-  const DeviceArray<double> value(chunk * value_size);
-  const DeviceArray<double> scores(chunk * score_size);
-  const DeviceArray<double> result(chunk * result_size);
-  const DeviceArray<double> inverse(chunk * group_rows);
-  std::vector<double> host_query(chunk * query_size), host_key(chunk * key_size),
-      host_value(chunk * value_size), host_result(chunk * result_size),
-      host_inverse(chunk * group_rows);
-  cublasHandle_t handle = cublas_handle();
-  const double one = 1.0, zero = 0.0, scale = problem.softmax_scale;
+// The host and device arrays of one chunk of pairs, allocated once, and the stages that take a
+// chunk through them in order: widen, upload, scores, softmax, values, download, normalize.
+class ChunkPipeline {
+ public:
+  ChunkPipeline(const AttentionProblem& problem, const PairSizes& sizes, std::int64_t chunk)
+      : problem_(problem),
+        sizes_(sizes),
+        query_(chunk * sizes.query),
+        key_(chunk * sizes.key),
+        value_(chunk * sizes.value),
+        scores_(chunk * sizes.scores),
+        result_(chunk * sizes.result),
+        inverse_(chunk * sizes.group_rows),
+        host_query_(chunk * sizes.query),
+        host_key_(chunk * sizes.key),
+        host_value_(chunk * sizes.value),
+        host_result_(chunk * sizes.result),
+        host_inverse_(chunk * sizes.group_rows),
+        handle_(cublas_handle()) {}
 
-  for (std::int64_t first = 0; first < pairs; first += chunk) {
-    const std::int64_t count = std::min(chunk, pairs - first);
+  // Pairs first .. first + count - 1 widened on the host, with their data scales.
+  void widen_chunk(const AttentionTensors& tensors, std::int64_t first, std::int64_t count,
+                   ReferenceAttention& reference) {
     for (std::int64_t c = 0; c < count; ++c) {
       const std::int64_t pair = first + c;
-      const std::int64_t batch = pair / problem.kv_heads, kv_head = pair % problem.kv_heads;
-      double* pair_query = &host_query[c * query_size];
-      double* pair_key = &host_key[c * key_size];
-      double* pair_value = &host_value[c * value_size];
-      widen_pair(problem, tensors, batch, kv_head, pair_query, pair_key, pair_value);
-      // The tolerance's data scales, from the same widened values the CPU oracle uses.
-      double max_key_norm = 0.0;
-      for (std::int64_t j = 0; j < seq_k; ++j) {
-        max_key_norm = std::max(max_key_norm, euclidean_norm(pair_key + j * dim, dim));
-        for (std::int64_t d = 0; d < dim; ++d) {
-          reference.value_abs_sum[pair * dim + d] += pair_value[j * 2 * dim + dim + d];
-        }
-      }
-      for (std::int64_t row = 0; row < group_rows; ++row) {
-        reference.score_scale[pair * group_rows + row] =
-            scale * euclidean_norm(pair_query + row * dim, dim) * max_key_norm;
-      }
+      const std::int64_t batch = pair / problem_.kv_heads, kv_head = pair % problem_.kv_heads;
+      double* pair_query = &host_query_[c * sizes_.query];
+      double* pair_key = &host_key_[c * sizes_.key];
+      double* pair_value = &host_value_[c * sizes_.value];
+      widen_pair(problem_, tensors, batch, kv_head, pair_query, pair_key, pair_value);
+      store_data_scales(problem_, pair, pair_query, pair_key, pair_value, reference);
     }
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(query.get(), host_query.data(),
-                                   count * query_size * sizeof(double), cudaMemcpyHostToDevice));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(key.get(), host_key.data(), count * key_size * sizeof(double),
-                                   cudaMemcpyHostToDevice));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(value.get(), host_value.data(),
-                                   count * value_size * sizeof(double), cudaMemcpyHostToDevice));
+  }
 
-    // cuBLAS is column-major: a row-major [m][n] matrix is its column-major transpose. So the
-    // row-major S = Q K^T ([group_rows][seq_k]) is computed as the column-major S^T = K Q^T.
+  void upload_chunk(std::int64_t count) {
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(query_.get(), host_query_.data(),
+                                   count * sizes_.query * sizeof(double), cudaMemcpyHostToDevice));
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(key_.get(), host_key_.data(),
+                                   count * sizes_.key * sizeof(double), cudaMemcpyHostToDevice));
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(value_.get(), host_value_.data(),
+                                   count * sizes_.value * sizeof(double), cudaMemcpyHostToDevice));
+  }
+
+  // cuBLAS is column-major: a row-major [m][n] matrix is its column-major transpose. So the
+  // row-major S = Q K^T ([group_rows][seq_k]) is computed as the column-major S^T = K Q^T.
+  void scores_for_chunk(std::int64_t count) {
+    const double zero = 0.0, scale = problem_.softmax_scale;
+    const std::int64_t dim = problem_.head_dim;
+    const std::int64_t seq_k = problem_.seq_len_k;
     ATTNFUZZ_CUBLAS_CHECK(cublasDgemmStridedBatched(
-        handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(seq_k), static_cast<int>(group_rows),
-        static_cast<int>(dim), &scale, key.get(), static_cast<int>(dim), key_size, query.get(),
-        static_cast<int>(dim), query_size, &zero, scores.get(), static_cast<int>(seq_k), score_size,
-        static_cast<int>(count)));
-    masked_softmax<<<static_cast<unsigned>(count * group_rows), kSoftmaxThreads>>>(
-        scores.get(), inverse.get(), seq_q, seq_k, problem.causal);
+        handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(seq_k),
+        static_cast<int>(sizes_.group_rows), static_cast<int>(dim), &scale, key_.get(),
+        static_cast<int>(dim), sizes_.key, query_.get(), static_cast<int>(dim), sizes_.query, &zero,
+        scores_.get(), static_cast<int>(seq_k), sizes_.scores, static_cast<int>(count)));
+  }
+
+  void softmax_chunk(std::int64_t count) {
+    masked_softmax<<<static_cast<unsigned>(count * sizes_.group_rows), kSoftmaxThreads>>>(
+        scores_.get(), inverse_.get(), problem_.seq_len_q, problem_.seq_len_k, problem_.causal);
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
-    // Row-major [O | A] = P [V | |V|] ([group_rows][2 dim]) as column-major [V | |V|]^T P^T.
-    ATTNFUZZ_CUBLAS_CHECK(cublasDgemmStridedBatched(
-        handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(2 * dim), static_cast<int>(group_rows),
-        static_cast<int>(seq_k), &one, value.get(), static_cast<int>(2 * dim), value_size,
-        scores.get(), static_cast<int>(seq_k), score_size, &zero, result.get(),
-        static_cast<int>(2 * dim), result_size, static_cast<int>(count)));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_result.data(), result.get(),
-                                   count * result_size * sizeof(double), cudaMemcpyDeviceToHost));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_inverse.data(), inverse.get(),
-                                   count * group_rows * sizeof(double), cudaMemcpyDeviceToHost));
+  }
 
-    // A pair's rows are contiguous in the compact [batch][heads][seq_len_q] order: its query
-    // heads are kv_head * group .. kv_head * group + group - 1 of its batch.
-    for (std::int64_t row = 0; row < count * group_rows; ++row) {
-      const std::int64_t row_index = first * group_rows + row;
-      const double inverse_sum = host_inverse[row];
+  // Row-major [O | A] = P [V | |V|] ([group_rows][2 dim]) as column-major [V | |V|]^T P^T.
+  void accumulate_values(std::int64_t count) {
+    const double one = 1.0, zero = 0.0;
+    const std::int64_t dim = problem_.head_dim;
+    const std::int64_t seq_k = problem_.seq_len_k;
+    ATTNFUZZ_CUBLAS_CHECK(cublasDgemmStridedBatched(
+        handle_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(2 * dim),
+        static_cast<int>(sizes_.group_rows), static_cast<int>(seq_k), &one, value_.get(),
+        static_cast<int>(2 * dim), sizes_.value, scores_.get(), static_cast<int>(seq_k),
+        sizes_.scores, &zero, result_.get(), static_cast<int>(2 * dim), sizes_.result,
+        static_cast<int>(count)));
+  }
+
+  void download_chunk(std::int64_t count) {
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_result_.data(), result_.get(),
+                                   count * sizes_.result * sizeof(double), cudaMemcpyDeviceToHost));
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_inverse_.data(), inverse_.get(),
+                                   count * sizes_.group_rows * sizeof(double),
+                                   cudaMemcpyDeviceToHost));
+  }
+
+  // O and A divided by the row sums. A pair's rows are contiguous in the compact
+  // [batch][heads][seq_len_q] order: its query heads are kv_head * group .. kv_head * group +
+  // group - 1 of its batch.
+  void normalize_rows(std::int64_t first, std::int64_t count, ReferenceAttention& reference) {
+    const std::int64_t dim = problem_.head_dim;
+    for (std::int64_t row = 0; row < count * sizes_.group_rows; ++row) {
+      const std::int64_t row_index = first * sizes_.group_rows + row;
+      const double inverse_sum = host_inverse_[row];
       reference.inverse_row_sum[row_index] = inverse_sum;
-      const double* row_result = &host_result[row * 2 * dim];
+      const double* row_result = &host_result_[row * 2 * dim];
       for (std::int64_t d = 0; d < dim; ++d) {
         reference.output[row_index * dim + d] = row_result[d] * inverse_sum;
         reference.magnitude[row_index * dim + d] = row_result[dim + d] * inverse_sum;
       }
     }
+  }
+
+ private:
+  const AttentionProblem& problem_;
+  const PairSizes sizes_;
+  const DeviceArray<double> query_, key_, value_, scores_, result_, inverse_;
+  std::vector<double> host_query_, host_key_, host_value_, host_result_, host_inverse_;
+  const cublasHandle_t handle_;
+};
+
+}  // namespace
+
+ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
+                                              const AttentionTensors& tensors) {
+  const std::int64_t pairs = problem.batch * problem.kv_heads;
+  ReferenceAttention reference = zeroed_reference(problem);
+  const PairSizes sizes(problem);
+  const std::int64_t chunk = pairs_per_chunk(sizes, pairs);
+  ChunkPipeline pipeline(problem, sizes, chunk);
+  for (std::int64_t first = 0; first < pairs; first += chunk) {
+    const std::int64_t count = std::min(chunk, pairs - first);
+    pipeline.widen_chunk(tensors, first, count, reference);
+    pipeline.upload_chunk(count);
+    pipeline.scores_for_chunk(count);
+    pipeline.softmax_chunk(count);
+    pipeline.accumulate_values(count);
+    pipeline.download_chunk(count);
+    pipeline.normalize_rows(first, count, reference);
   }
   return reference;
 }

@@ -14,6 +14,7 @@
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
 #include "oracle/single_threaded_blas.h"
+#include "oracle/tensor_rows.h"
 
 namespace attnfuzz {
 
@@ -39,20 +40,13 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
         std::vector<float> value(static_cast<std::size_t>(seq_k * dim));
         std::vector<float> scores(static_cast<std::size_t>(seq_q * seq_k));
         for (std::int64_t i = 0; i < seq_q; ++i) {
-          const std::uint16_t* row = tensors.q + batch * problem.q_strides.batch +
-                                     i * problem.q_strides.seq + head * problem.q_strides.head;
+          const std::uint16_t* row = query_row(problem, tensors, batch, i, head);
           for (std::int64_t d = 0; d < dim; ++d) query[i * dim + d] = widen[row[d]] * scale;
         }
         round_to_dtype_in_place(query.data(), seq_q * dim, dtype);
         for (std::int64_t j = 0; j < seq_k; ++j) {
-          const std::uint16_t* k_row = tensors.k + batch * problem.k_strides.batch +
-                                       j * problem.k_strides.seq + kv_head * problem.k_strides.head;
-          const std::uint16_t* v_row = tensors.v + batch * problem.v_strides.batch +
-                                       j * problem.v_strides.seq + kv_head * problem.v_strides.head;
-          for (std::int64_t d = 0; d < dim; ++d) {
-            key[j * dim + d] = widen[k_row[d]];
-            value[j * dim + d] = widen[v_row[d]];
-          }
+          widen_row(key_row(problem, tensors, batch, j, kv_head), dim, widen, &key[j * dim]);
+          widen_row(value_row(problem, tensors, batch, j, kv_head), dim, widen, &value[j * dim]);
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(seq_q),
                     static_cast<int>(seq_k), static_cast<int>(dim), 1.0f, query.data(),

@@ -19,6 +19,7 @@
 #include "core/parallel_for.h"
 #include "oracle/single_threaded_blas.h"
 #include "oracle/softmax_row.h"
+#include "oracle/tensor_rows.h"
 
 namespace attnfuzz {
 namespace {
@@ -103,6 +104,227 @@ double magnitude_inflation(std::int64_t seq_len_k) {
   return float64_side(seq_len_k) / ((1.0 - gamma) * (1.0 - 0x1p-24));
 }
 
+// Where one work item lies: a block of query rows of one (batch, head).
+struct RowBlock {
+  std::int64_t batch, head, kv_head, block;
+  std::int64_t first_row, rows;
+  std::int64_t row_index_base;  // the first row's index in [batch][heads][seq_len_q]
+  std::int64_t keys;            // keys the last (most seeing) row may see; 0: every row masked
+};
+
+// Items run block fastest, then head, then batch: consecutive items share their K and V.
+RowBlock locate_block(const AttentionProblem& problem, std::int64_t item, std::int64_t block_rows,
+                      std::int64_t row_blocks) {
+  RowBlock where;
+  where.block = item % row_blocks;
+  where.head = (item / row_blocks) % problem.heads;
+  where.batch = item / (row_blocks * problem.heads);
+  where.kv_head = where.head / problem.group_size();
+  where.first_row = where.block * block_rows;
+  where.rows = std::min(block_rows, problem.seq_len_q - where.first_row);
+  where.row_index_base =
+      (where.batch * problem.heads + where.head) * problem.seq_len_q + where.first_row;
+  where.keys =
+      std::max<std::int64_t>(0, problem.last_visible_key(where.first_row + where.rows - 1) + 1);
+  return where;
+}
+
+// Gives every array of the result its size; the items write every element.
+void size_reference(const AttentionProblem& problem, ReferenceAttention& reference) {
+  const std::int64_t dim = problem.head_dim;
+  const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
+  resize_for_overwrite(reference.output, static_cast<std::size_t>(rows_total * dim));
+  resize_for_overwrite(reference.magnitude, static_cast<std::size_t>(rows_total * dim));
+  resize_for_overwrite(reference.inverse_row_sum, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.score_scale, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.value_abs_sum,
+                       static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
+}
+
+void widen_keys_and_values(const AttentionProblem& problem, const AttentionTensors& tensors,
+                           const RowBlock& where, Workspace& work) {
+  const std::int64_t dim = problem.head_dim;
+  const std::int64_t seq_k = problem.seq_len_k;
+  resize_for_overwrite(work.key, static_cast<std::size_t>(seq_k * dim));
+  resize_for_overwrite(work.value, static_cast<std::size_t>(seq_k * dim));
+  widen_rows(key_row(problem, tensors, where.batch, 0, where.kv_head), problem.k_strides.seq, seq_k,
+             dim, problem.dtype, work.key.data(), dim);
+  widen_rows(value_row(problem, tensors, where.batch, 0, where.kv_head), problem.v_strides.seq,
+             seq_k, dim, problem.dtype, work.value.data(), dim);
+}
+
+// |V| in float for the magnitude's SGEMM, its column sums, and the largest |K_j| (score_scale).
+void summarize_keys_and_values(std::int64_t seq_k, std::int64_t dim, Workspace& work) {
+  resize_for_overwrite(work.value_abs, static_cast<std::size_t>(seq_k * dim));
+  work.value_abs_sum.assign(static_cast<std::size_t>(dim), 0.0);
+  work.max_key_norm = 0.0;
+  for (std::int64_t j = 0; j < seq_k; ++j) {
+#pragma omp simd
+    for (std::int64_t d = 0; d < dim; ++d) {
+      const double magnitude = std::fabs(work.value[j * dim + d]);
+      work.value_abs[j * dim + d] = static_cast<float>(magnitude);
+      work.value_abs_sum[d] += magnitude;
+    }
+    work.max_key_norm = std::max(work.max_key_norm, euclidean_norm(&work.key[j * dim], dim));
+  }
+}
+
+// Widens K and V anew only when the item's (call, batch, kv head) is not the one cached.
+void refresh_keys_and_values(const AttentionProblem& problem, const AttentionTensors& tensors,
+                             std::uint64_t call, const RowBlock& where, Workspace& work) {
+  if (work.cached_call == call && work.cached_batch == where.batch &&
+      work.cached_kv_head == where.kv_head) {
+    return;
+  }
+  widen_keys_and_values(problem, tensors, where, work);
+  summarize_keys_and_values(problem.seq_len_k, problem.head_dim, work);
+  work.cached_batch = where.batch;
+  work.cached_kv_head = where.kv_head;
+  work.cached_call = call;
+}
+
+// One item per (batch, kv head) publishes the column sums of |V|.
+void publish_value_abs_sum(const AttentionProblem& problem, const RowBlock& where,
+                           const Workspace& work, ReferenceAttention& reference) {
+  if (where.block != 0 || where.head % problem.group_size() != 0) return;
+  std::copy(work.value_abs_sum.begin(), work.value_abs_sum.end(),
+            reference.value_abs_sum.begin() +
+                (where.batch * problem.kv_heads + where.kv_head) * problem.head_dim);
+}
+
+void widen_query_block(const AttentionProblem& problem, const AttentionTensors& tensors,
+                       const RowBlock& where, Workspace& work) {
+  const std::int64_t dim = problem.head_dim;
+  resize_for_overwrite(work.query, static_cast<std::size_t>(where.rows * dim));
+  widen_rows(query_row(problem, tensors, where.batch, where.first_row, where.head),
+             problem.q_strides.seq, where.rows, dim, problem.dtype, work.query.data(), dim);
+}
+
+// scale * |Q_i| * max_j |K_j| bounds every score of row i.
+void store_score_scales(const AttentionProblem& problem, const RowBlock& where,
+                        const Workspace& work, ReferenceAttention& reference) {
+  const std::int64_t dim = problem.head_dim;
+  for (std::int64_t row = 0; row < where.rows; ++row) {
+    reference.score_scale[where.row_index_base + row] =
+        problem.softmax_scale * euclidean_norm(&work.query[row * dim], dim) * work.max_key_norm;
+  }
+}
+
+// Every row masked: output 0, nothing to bound.
+void zero_masked_block(std::int64_t dim, const RowBlock& where, ReferenceAttention& reference) {
+  std::fill_n(reference.output.begin() + where.row_index_base * dim, where.rows * dim, 0.0);
+  std::fill_n(reference.magnitude.begin() + where.row_index_base * dim, where.rows * dim, 0.0);
+  std::fill_n(reference.inverse_row_sum.begin() + where.row_index_base, where.rows, 0.0);
+}
+
+// S = scale * Q K^T over the keys the block sees.
+void scores_for_block(const AttentionProblem& problem, const RowBlock& where, Workspace& work) {
+  const std::int64_t dim = problem.head_dim;
+  resize_for_overwrite(work.scores, static_cast<std::size_t>(where.rows * where.keys));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(where.rows),
+              static_cast<int>(where.keys), static_cast<int>(dim), problem.softmax_scale,
+              work.query.data(), static_cast<int>(dim), work.key.data(), static_cast<int>(dim), 0.0,
+              work.scores.data(), static_cast<int>(where.keys));
+}
+
+// Scores become exp(s - max) (unnormalised, for P V) and the normalised probabilities in float
+// (for the magnitude); keys a row may not see become 0 in both. The inverse row sums are applied
+// after P V.
+void softmax_rows(const AttentionProblem& problem, const RowBlock& where, Workspace& work,
+                  ReferenceAttention& reference) {
+  const std::int64_t keys = where.keys;
+  resize_for_overwrite(work.probabilities, static_cast<std::size_t>(where.rows * keys));
+  for (std::int64_t row = 0; row < where.rows; ++row) {
+    const std::int64_t visible = problem.last_visible_key(where.first_row + row) + 1;
+    double* scores = &work.scores[row * keys];
+    float* probabilities = &work.probabilities[row * keys];
+    double inverse = 0.0;  // fully masked row: output 0, nothing to bound
+    if (visible > 0) {
+      const double row_max = row_maximum(scores, visible);
+      inverse = 1.0 / exponentiate_and_sum(scores, visible, row_max);
+      scale_to_float(scores, visible, inverse, probabilities);
+    }
+    const std::int64_t seen = std::max<std::int64_t>(visible, 0);
+    std::fill(scores + seen, scores + keys, 0.0);
+    std::fill(probabilities + seen, probabilities + keys, 0.0f);
+    reference.inverse_row_sum[where.row_index_base + row] = inverse;
+  }
+}
+
+// Unnormalised O = exp(S - max) V.
+void accumulate_values(std::int64_t dim, const RowBlock& where, Workspace& work) {
+  resize_for_overwrite(work.result, static_cast<std::size_t>(where.rows * dim));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(where.rows),
+              static_cast<int>(dim), static_cast<int>(where.keys), 1.0, work.scores.data(),
+              static_cast<int>(where.keys), work.value.data(), static_cast<int>(dim), 0.0,
+              work.result.data(), static_cast<int>(dim));
+}
+
+// A ~ P |V| in float, kMagnitudeChunkKeys keys per SGEMM, the chunks summed in double.
+void accumulate_magnitude(std::int64_t dim, const RowBlock& where, Workspace& work) {
+  const std::int64_t rows = where.rows;
+  const std::int64_t keys = where.keys;
+  resize_for_overwrite(work.magnitude_part, static_cast<std::size_t>(rows * dim));
+  work.magnitude.assign(static_cast<std::size_t>(rows * dim), 0.0);
+  for (std::int64_t first_key = 0; first_key < keys; first_key += kMagnitudeChunkKeys) {
+    const std::int64_t chunk = std::min(kMagnitudeChunkKeys, keys - first_key);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+                static_cast<int>(dim), static_cast<int>(chunk), 1.0f,
+                work.probabilities.data() + first_key, static_cast<int>(keys),
+                work.value_abs.data() + first_key * dim, static_cast<int>(dim), 0.0f,
+                work.magnitude_part.data(), static_cast<int>(dim));
+#pragma omp simd
+    for (std::int64_t e = 0; e < rows * dim; ++e) work.magnitude[e] += work.magnitude_part[e];
+  }
+}
+
+// O = result / row sum; the bound is the magnitude plus float's underflow, then inflated to undo
+// its rounding.
+void normalize_and_bound_rows(std::int64_t dim, const RowBlock& where, double inflation,
+                              const Workspace& work, ReferenceAttention& reference) {
+  const double* value_abs_sum = work.value_abs_sum.data();
+  const double underflow = static_cast<double>(where.keys) * 0x1p-149;
+  for (std::int64_t row = 0; row < where.rows; ++row) {
+    const std::int64_t row_index = where.row_index_base + row;
+    const double inverse = reference.inverse_row_sum[row_index];
+    const double* result = &work.result[row * dim];
+    const double* magnitude = &work.magnitude[row * dim];
+    double* output = &reference.output[row_index * dim];
+    double* bound = &reference.magnitude[row_index * dim];
+    if (inverse == 0.0) {  // masked row: exactly 0, and nothing to bound
+      std::fill_n(output, dim, 0.0);
+      std::fill_n(bound, dim, 0.0);
+      continue;
+    }
+#pragma omp simd
+    for (std::int64_t d = 0; d < dim; ++d) {
+      output[d] = result[d] * inverse;
+      bound[d] = (magnitude[d] + value_abs_sum[d] * 0x1p-149 + underflow) * inflation;
+    }
+  }
+}
+
+// One work item, every stage in order; `work` carries the widened inputs and the products from
+// stage to stage.
+void reference_for_block(const AttentionProblem& problem, const AttentionTensors& tensors,
+                         std::uint64_t call, double inflation, const RowBlock& where,
+                         Workspace& work, ReferenceAttention& reference) {
+  const std::int64_t dim = problem.head_dim;
+  refresh_keys_and_values(problem, tensors, call, where, work);
+  publish_value_abs_sum(problem, where, work, reference);
+  widen_query_block(problem, tensors, where, work);
+  store_score_scales(problem, where, work, reference);
+  if (where.keys == 0) {
+    zero_masked_block(dim, where, reference);
+    return;
+  }
+  scores_for_block(problem, where, work);
+  softmax_rows(problem, where, work, reference);
+  accumulate_values(dim, where, work);
+  accumulate_magnitude(dim, where, work);
+  normalize_and_bound_rows(dim, where, inflation, work, reference);
+}
+
 }  // namespace
 
 double magnitude_excess(std::int64_t seq_len_k) {
@@ -120,20 +342,10 @@ double magnitude_underflow_slack(double value_abs_sum, std::int64_t seq_len_k) {
 void reference_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
                          ReferenceAttention& reference, int threads) {
   use_single_threaded_blas();
-
   static std::atomic<std::uint64_t> calls{0};
   const std::uint64_t call = ++calls;  // identifies this call's inputs in the per-thread caches
-  const std::int64_t dim = problem.head_dim;
-  const std::int64_t seq_k = problem.seq_len_k;
-  const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
-  resize_for_overwrite(reference.output, static_cast<std::size_t>(rows_total * dim));
-  resize_for_overwrite(reference.magnitude, static_cast<std::size_t>(rows_total * dim));
-  resize_for_overwrite(reference.inverse_row_sum, static_cast<std::size_t>(rows_total));
-  resize_for_overwrite(reference.score_scale, static_cast<std::size_t>(rows_total));
-  resize_for_overwrite(reference.value_abs_sum,
-                       static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
-  const double inflation = magnitude_inflation(seq_k);
-
+  size_reference(problem, reference);
+  const double inflation = magnitude_inflation(problem.seq_len_k);
   const std::int64_t block_rows =
       rows_per_item(problem, threads > 0 ? threads : default_thread_count());
   const std::int64_t row_blocks = (problem.seq_len_q + block_rows - 1) / block_rows;
@@ -141,127 +353,8 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
       problem.batch * problem.heads * row_blocks,
       [&](std::int64_t item) {
         thread_local Workspace work;
-        const std::int64_t block = item % row_blocks;
-        const std::int64_t head = (item / row_blocks) % problem.heads;
-        const std::int64_t batch = item / (row_blocks * problem.heads);
-        const std::int64_t kv_head = head / problem.group_size();
-        const std::int64_t first_row = block * block_rows;
-        const std::int64_t rows = std::min(block_rows, problem.seq_len_q - first_row);
-        const std::int64_t row_index_base =
-            (batch * problem.heads + head) * problem.seq_len_q + first_row;
-        // Keys the block's last (most seeing) row may see; none at all when every row is masked.
-        const std::int64_t keys =
-            std::max<std::int64_t>(0, problem.last_visible_key(first_row + rows - 1) + 1);
-
-        if (work.cached_call != call || work.cached_batch != batch ||
-            work.cached_kv_head != kv_head) {
-          resize_for_overwrite(work.key, static_cast<std::size_t>(seq_k * dim));
-          resize_for_overwrite(work.value, static_cast<std::size_t>(seq_k * dim));
-          resize_for_overwrite(work.value_abs, static_cast<std::size_t>(seq_k * dim));
-          work.value_abs_sum.assign(static_cast<std::size_t>(dim), 0.0);
-          widen_rows(tensors.k + batch * problem.k_strides.batch + kv_head * problem.k_strides.head,
-                     problem.k_strides.seq, seq_k, dim, problem.dtype, work.key.data(), dim);
-          widen_rows(tensors.v + batch * problem.v_strides.batch + kv_head * problem.v_strides.head,
-                     problem.v_strides.seq, seq_k, dim, problem.dtype, work.value.data(), dim);
-          work.max_key_norm = 0.0;
-          for (std::int64_t j = 0; j < seq_k; ++j) {
-#pragma omp simd
-            for (std::int64_t d = 0; d < dim; ++d) {
-              const double magnitude = std::fabs(work.value[j * dim + d]);
-              work.value_abs[j * dim + d] = static_cast<float>(magnitude);
-              work.value_abs_sum[d] += magnitude;
-            }
-            work.max_key_norm =
-                std::max(work.max_key_norm, euclidean_norm(&work.key[j * dim], dim));
-          }
-          work.cached_batch = batch;
-          work.cached_kv_head = kv_head;
-          work.cached_call = call;
-        }
-        // One item per (batch, kv head) publishes the column sums of |V|.
-        if (block == 0 && head % problem.group_size() == 0) {
-          std::copy(work.value_abs_sum.begin(), work.value_abs_sum.end(),
-                    reference.value_abs_sum.begin() + (batch * problem.kv_heads + kv_head) * dim);
-        }
-
-        resize_for_overwrite(work.query, static_cast<std::size_t>(rows * dim));
-        widen_rows(tensors.q + batch * problem.q_strides.batch + first_row * problem.q_strides.seq +
-                       head * problem.q_strides.head,
-                   problem.q_strides.seq, rows, dim, problem.dtype, work.query.data(), dim);
-        for (std::int64_t row = 0; row < rows; ++row) {
-          reference.score_scale[row_index_base + row] =
-              problem.softmax_scale * euclidean_norm(&work.query[row * dim], dim) *
-              work.max_key_norm;
-        }
-        if (keys == 0) {  // every row masked: output 0, nothing to bound
-          std::fill_n(reference.output.begin() + row_index_base * dim, rows * dim, 0.0);
-          std::fill_n(reference.magnitude.begin() + row_index_base * dim, rows * dim, 0.0);
-          std::fill_n(reference.inverse_row_sum.begin() + row_index_base, rows, 0.0);
-          return;
-        }
-
-        resize_for_overwrite(work.scores, static_cast<std::size_t>(rows * keys));
-        resize_for_overwrite(work.probabilities, static_cast<std::size_t>(rows * keys));
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-                    static_cast<int>(keys), static_cast<int>(dim), problem.softmax_scale,
-                    work.query.data(), static_cast<int>(dim), work.key.data(),
-                    static_cast<int>(dim), 0.0, work.scores.data(), static_cast<int>(keys));
-
-        for (std::int64_t row = 0; row < rows; ++row) {
-          const std::int64_t visible = problem.last_visible_key(first_row + row) + 1;
-          double* scores = &work.scores[row * keys];
-          float* probabilities = &work.probabilities[row * keys];
-          double inverse = 0.0;  // fully masked row: output 0, nothing to bound
-          if (visible > 0) {
-            const double row_max = row_maximum(scores, visible);
-            inverse = 1.0 / exponentiate_and_sum(scores, visible, row_max);
-            scale_to_float(scores, visible, inverse, probabilities);
-          }
-          const std::int64_t seen = std::max<std::int64_t>(visible, 0);
-          std::fill(scores + seen, scores + keys, 0.0);
-          std::fill(probabilities + seen, probabilities + keys, 0.0f);
-          reference.inverse_row_sum[row_index_base + row] = inverse;  // applied after P V
-        }
-
-        resize_for_overwrite(work.result, static_cast<std::size_t>(rows * dim));
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                    static_cast<int>(dim), static_cast<int>(keys), 1.0, work.scores.data(),
-                    static_cast<int>(keys), work.value.data(), static_cast<int>(dim), 0.0,
-                    work.result.data(), static_cast<int>(dim));
-        resize_for_overwrite(work.magnitude_part, static_cast<std::size_t>(rows * dim));
-        work.magnitude.assign(static_cast<std::size_t>(rows * dim), 0.0);
-        for (std::int64_t first_key = 0; first_key < keys; first_key += kMagnitudeChunkKeys) {
-          const std::int64_t chunk = std::min(kMagnitudeChunkKeys, keys - first_key);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                      static_cast<int>(dim), static_cast<int>(chunk), 1.0f,
-                      work.probabilities.data() + first_key, static_cast<int>(keys),
-                      work.value_abs.data() + first_key * dim, static_cast<int>(dim), 0.0f,
-                      work.magnitude_part.data(), static_cast<int>(dim));
-#pragma omp simd
-          for (std::int64_t e = 0; e < rows * dim; ++e) work.magnitude[e] += work.magnitude_part[e];
-        }
-
-        // Float's underflow is added to the magnitude before undoing its rounding.
-        const double* value_abs_sum = work.value_abs_sum.data();
-        const double underflow = static_cast<double>(keys) * 0x1p-149;
-        for (std::int64_t row = 0; row < rows; ++row) {
-          const std::int64_t row_index = row_index_base + row;
-          const double inverse = reference.inverse_row_sum[row_index];
-          const double* result = &work.result[row * dim];
-          const double* magnitude = &work.magnitude[row * dim];
-          double* output = &reference.output[row_index * dim];
-          double* bound = &reference.magnitude[row_index * dim];
-          if (inverse == 0.0) {  // masked row: exactly 0, and nothing to bound
-            std::fill_n(output, dim, 0.0);
-            std::fill_n(bound, dim, 0.0);
-            continue;
-          }
-#pragma omp simd
-          for (std::int64_t d = 0; d < dim; ++d) {
-            output[d] = result[d] * inverse;
-            bound[d] = (magnitude[d] + value_abs_sum[d] * 0x1p-149 + underflow) * inflation;
-          }
-        }
+        reference_for_block(problem, tensors, call, inflation,
+                            locate_block(problem, item, block_rows, row_blocks), work, reference);
       },
       threads);
 }

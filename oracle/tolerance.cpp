@@ -18,6 +18,8 @@
 #include <numbers>
 #include <sstream>
 
+#include "oracle/tensor_rows.h"
+
 namespace attnfuzz {
 namespace {
 
@@ -82,6 +84,183 @@ std::string describe_element(const ElementReport& element) {
   return text.str();
 }
 
+// Largest |O| and the sum of O over the whole reference output, in index order.
+struct ExpectedSummary {
+  double max_abs = 0.0;
+  double sum = 0.0;
+};
+
+ExpectedSummary summarize_expected(const LargeBuffer<double>& expected) {
+  ExpectedSummary summary;
+  for (double value : expected) {
+    summary.max_abs = std::max(summary.max_abs, std::fabs(value));
+    summary.sum += value;
+  }
+  return summary;
+}
+
+// Sums over the elements checked so far, for the mean error and the correlation.
+struct ErrorSums {
+  double abs_error = 0.0;  // over finite elements
+  double actual = 0.0;     // over finite elements
+  std::int64_t nonfinite = 0;
+};
+
+// Judges one element: sets its fault and returns |error| / allowed, infinite when the element
+// has no usable value. A finite element's error goes into the maxima and the sums.
+inline double check_element(ElementReport& element, bool unwritten, double relative_floor,
+                            Comparison& result, ErrorSums& sums) {
+  if (unwritten) {
+    element.fault = ElementFault::unwritten;
+    return std::numeric_limits<double>::infinity();
+  }
+  if (!std::isfinite(element.actual)) {
+    element.fault = ElementFault::nonfinite;
+    return std::numeric_limits<double>::infinity();
+  }
+  const double error = std::fabs(element.actual - element.expected);
+  const double ratio = error / element.allowed;
+  if (ratio > 1.0) element.fault = ElementFault::beyond_bound;
+  result.max_abs_error = std::max(result.max_abs_error, error);
+  sums.abs_error += error;
+  sums.actual += element.actual;
+  if (std::fabs(element.expected) >= relative_floor && element.expected != 0.0) {
+    result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(element.expected));
+  }
+  return ratio;
+}
+
+// Counts a judged element: failures, the first of them (in (b, h, i, d) order) and the worst.
+inline void record_verdict(const ElementReport& element, double ratio, Comparison& result,
+                           ErrorSums& sums) {
+  if (element.fault != ElementFault::none) {
+    ++result.failing_elements;
+    if (!result.first_failure) result.first_failure = element;
+  }
+  if (!std::isfinite(element.actual)) ++sums.nonfinite;
+  if (ratio > result.bound_ratio || result.elements == 0) {
+    result.bound_ratio = ratio;
+    result.worst_element = element;
+  }
+  ++result.elements;
+}
+
+// Every element of the kernel's output against its bound, in (b, h, i, d) order; the widened
+// outputs go to `actual_values` (compact order) for the correlation.
+ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& terms,
+                         const ReferenceAttention& reference, const std::uint16_t* output,
+                         double relative_floor, Comparison& result,
+                         std::vector<double>& actual_values) {
+  ErrorSums sums;
+  const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
+  const std::span<const float> widen = widening_table(problem.dtype);
+  const std::int64_t dim = problem.head_dim;
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      const std::int64_t kv_head = h / problem.group_size();
+      const double* value_abs_sum =
+          &reference.value_abs_sum[(b * problem.kv_heads + kv_head) * dim];
+      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+        const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
+        const std::uint16_t* out_row = tensor_row(output, problem.o_strides, b, i, h);
+        for (std::int64_t d = 0; d < dim; ++d) {
+          const std::int64_t index = row_index * dim + d;
+          const double expected = reference.output[index];
+          const double actual = widen[out_row[d]];
+          actual_values[index] = actual;
+          const double allowed = terms.allowed(expected, reference.magnitude[index],
+                                               reference.inverse_row_sum[row_index],
+                                               reference.score_scale[row_index], value_abs_sum[d]);
+          ElementReport element{b, h, i, d, expected, actual, allowed, ElementFault::none};
+          const double ratio =
+              check_element(element, out_row[d] == poison, relative_floor, result, sums);
+          record_verdict(element, ratio, result, sums);
+        }
+      }
+    }
+  }
+  return sums;
+}
+
+// Pearson's correlation of kernel and reference outputs, given their means.
+double correlation(const LargeBuffer<double>& expected, const std::vector<double>& actual,
+                   double expected_mean, double actual_mean) {
+  double covariance = 0.0, expected_var = 0.0, actual_var = 0.0;
+  for (std::size_t index = 0; index < actual.size(); ++index) {
+    const double de = expected[index] - expected_mean;
+    const double da = actual[index] - actual_mean;
+    covariance += de * da;
+    expected_var += de * de;
+    actual_var += da * da;
+  }
+  return (expected_var > 0.0 && actual_var > 0.0)
+             ? covariance / std::sqrt(expected_var * actual_var)
+             : (expected_var == actual_var ? 1.0 : 0.0);
+}
+
+// The mean error and the correlation; any non-finite element makes both undefined and the
+// maximum error infinite.
+void summarize_errors(const ErrorSums& sums, double expected_sum,
+                      const LargeBuffer<double>& expected, const std::vector<double>& actual_values,
+                      Comparison& result) {
+  const double count = static_cast<double>(std::max<std::int64_t>(result.elements, 1));
+  result.mean_abs_error =
+      sums.nonfinite ? std::numeric_limits<double>::quiet_NaN() : sums.abs_error / count;
+  if (sums.nonfinite) {
+    result.max_abs_error = std::numeric_limits<double>::infinity();
+    result.correlation = std::numeric_limits<double>::quiet_NaN();
+  } else {
+    const double expected_mean = expected_sum / count, actual_mean = sums.actual / count;
+    result.correlation = correlation(expected, actual_values, expected_mean, actual_mean);
+  }
+}
+
+// The plain same-precision implementation's max error. One that overflowed (its scores rounded
+// to fp16 became inf) cannot judge: its error counts as infinite, which leaves the case to the
+// per-element bound.
+double plain_max_abs_error(const std::vector<float>& plain, const LargeBuffer<double>& expected) {
+  double max_error = 0.0;
+  for (std::size_t index = 0; index < plain.size(); ++index) {
+    const double plain_error = std::fabs(plain[index] - expected[index]);
+    max_error = std::isfinite(plain_error) ? std::max(max_error, plain_error)
+                                           : std::numeric_limits<double>::infinity();
+    if (!std::isfinite(plain_error)) break;
+  }
+  return max_error;
+}
+
+// FlashAttention's rule: max error <= 2 * (plain same-precision max error) + atol, where atol
+// is one output rounding of the largest reference value.
+void apply_flash_attention_rule(double unit_roundoff, double max_expected, double plain_max_error,
+                                Comparison& result) {
+  result.plain_max_abs_error = plain_max_error;
+  result.fa_rule_atol = unit_roundoff * max_expected;
+  const double fa_limit = 2.0 * result.plain_max_abs_error + result.fa_rule_atol;
+  result.fa_rule_ratio = fa_limit > 0.0               ? result.max_abs_error / fa_limit
+                         : result.max_abs_error > 0.0 ? std::numeric_limits<double>::infinity()
+                                                      : 0.0;
+  result.error_ratio = std::max(result.bound_ratio, result.fa_rule_ratio);
+}
+
+// One line naming the first failing element, or else the rule that failed; empty on a pass.
+std::string failure_reason(const AttentionProblem& problem, const Comparison& result) {
+  if (result.first_failure) {
+    std::ostringstream reason;
+    reason << describe_element(*result.first_failure) << "; " << result.failing_elements << " of "
+           << result.elements << " elements fail";
+    return reason.str();
+  }
+  if (!result.passed) {
+    std::ostringstream reason;
+    reason.precision(6);
+    reason << "FlashAttention rule: max error " << result.max_abs_error << " > 2 x plain "
+           << dtype_name(problem.dtype) << " error " << result.plain_max_abs_error << " + "
+           << result.fa_rule_atol << "; worst " << describe_element(result.worst_element);
+    return reason.str();
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string_view element_fault_name(ElementFault fault) {
@@ -118,10 +297,8 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
     for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv) {
       const std::int64_t slot = b * problem.kv_heads + kv;
       for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
-        const std::uint16_t* k_row = inputs.k + b * problem.k_strides.batch +
-                                     j * problem.k_strides.seq + kv * problem.k_strides.head;
-        const std::uint16_t* v_row = inputs.v + b * problem.v_strides.batch +
-                                     j * problem.v_strides.seq + kv * problem.v_strides.head;
+        const std::uint16_t* k_row = key_row(problem, inputs, b, j, kv);
+        const std::uint16_t* v_row = value_row(problem, inputs, b, j, kv);
         max_key_norm[slot] = std::max(max_key_norm[slot], norm(k_row));
         for (std::int64_t d = 0; d < dim; ++d) {
           const double magnitude = std::fabs(widen[v_row[d]]);
@@ -136,8 +313,7 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
     for (std::int64_t h = 0; h < problem.heads; ++h) {
       const double key_norm = max_key_norm[b * problem.kv_heads + h / problem.group_size()];
       for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-        const std::uint16_t* q_row = inputs.q + b * problem.q_strides.batch +
-                                     i * problem.q_strides.seq + h * problem.q_strides.head;
+        const std::uint16_t* q_row = query_row(problem, inputs, b, i, h);
         score_scale_[(b * problem.heads + h) * problem.seq_len_q + i] =
             problem.softmax_scale * norm(q_row) * key_norm;
       }
@@ -160,126 +336,18 @@ Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
                                 const std::vector<float>& plain, const std::uint16_t* output) {
   const ToleranceTerms terms(problem);
-  const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
-  const std::span<const float> widen = widening_table(problem.dtype);
-  const std::int64_t dim = problem.head_dim;
-
+  const ExpectedSummary expected = summarize_expected(reference.output);
   Comparison result;
-  double max_expected = 0.0;
-  double expected_sum = 0.0;
-  for (double value : reference.output) {
-    max_expected = std::max(max_expected, std::fabs(value));
-    expected_sum += value;
-  }
-  const double relative_floor = terms.unit_roundoff * max_expected;
-
-  double abs_error_sum = 0.0, actual_sum = 0.0;
-  std::int64_t nonfinite = 0;
   std::vector<double> actual_values(reference.output.size());
-  for (std::int64_t b = 0; b < problem.batch; ++b) {
-    for (std::int64_t h = 0; h < problem.heads; ++h) {
-      const std::int64_t kv_head = h / problem.group_size();
-      const double* value_abs_sum =
-          &reference.value_abs_sum[(b * problem.kv_heads + kv_head) * dim];
-      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-        const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
-        const std::uint16_t* out_row = output + b * problem.o_strides.batch +
-                                       i * problem.o_strides.seq + h * problem.o_strides.head;
-        for (std::int64_t d = 0; d < dim; ++d) {
-          const std::int64_t index = row_index * dim + d;
-          const double expected = reference.output[index];
-          const double actual = widen[out_row[d]];
-          actual_values[index] = actual;
-          const double allowed = terms.allowed(expected, reference.magnitude[index],
-                                               reference.inverse_row_sum[row_index],
-                                               reference.score_scale[row_index], value_abs_sum[d]);
-          ElementReport element{b, h, i, d, expected, actual, allowed, ElementFault::none};
-          double ratio;
-          if (out_row[d] == poison) {
-            element.fault = ElementFault::unwritten;
-            ratio = std::numeric_limits<double>::infinity();
-          } else if (!std::isfinite(actual)) {
-            element.fault = ElementFault::nonfinite;
-            ratio = std::numeric_limits<double>::infinity();
-          } else {
-            const double error = std::fabs(actual - expected);
-            ratio = error / allowed;
-            if (ratio > 1.0) element.fault = ElementFault::beyond_bound;
-            result.max_abs_error = std::max(result.max_abs_error, error);
-            abs_error_sum += error;
-            actual_sum += actual;
-            if (std::fabs(expected) >= relative_floor && expected != 0.0) {
-              result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(expected));
-            }
-          }
-          if (element.fault != ElementFault::none) {
-            ++result.failing_elements;
-            if (!result.first_failure) result.first_failure = element;
-          }
-          if (!std::isfinite(actual)) ++nonfinite;
-          if (ratio > result.bound_ratio || result.elements == 0) {
-            result.bound_ratio = ratio;
-            result.worst_element = element;
-          }
-          ++result.elements;
-        }
-      }
-    }
-  }
-
-  const double count = static_cast<double>(std::max<std::int64_t>(result.elements, 1));
-  result.mean_abs_error =
-      nonfinite ? std::numeric_limits<double>::quiet_NaN() : abs_error_sum / count;
-  if (nonfinite) {
-    result.max_abs_error = std::numeric_limits<double>::infinity();
-    result.correlation = std::numeric_limits<double>::quiet_NaN();
-  } else {
-    const double expected_mean = expected_sum / count, actual_mean = actual_sum / count;
-    double covariance = 0.0, expected_var = 0.0, actual_var = 0.0;
-    for (std::size_t index = 0; index < actual_values.size(); ++index) {
-      const double de = reference.output[index] - expected_mean;
-      const double da = actual_values[index] - actual_mean;
-      covariance += de * da;
-      expected_var += de * de;
-      actual_var += da * da;
-    }
-    result.correlation = (expected_var > 0.0 && actual_var > 0.0)
-                             ? covariance / std::sqrt(expected_var * actual_var)
-                             : (expected_var == actual_var ? 1.0 : 0.0);
-  }
-
-  // FlashAttention's rule: max error <= 2 * (plain same-precision max error) + atol, where atol
-  // is one output rounding of the largest reference value.
-  // A plain implementation that overflowed (its scores rounded to fp16 became inf) cannot judge:
-  // its error counts as infinite, which leaves the case to the per-element bound.
-  for (std::size_t index = 0; index < plain.size(); ++index) {
-    const double plain_error = std::fabs(plain[index] - reference.output[index]);
-    result.plain_max_abs_error = std::isfinite(plain_error)
-                                     ? std::max(result.plain_max_abs_error, plain_error)
-                                     : std::numeric_limits<double>::infinity();
-    if (!std::isfinite(plain_error)) break;
-  }
-  result.fa_rule_atol = terms.unit_roundoff * max_expected;
-  const double fa_limit = 2.0 * result.plain_max_abs_error + result.fa_rule_atol;
-  result.fa_rule_ratio = fa_limit > 0.0               ? result.max_abs_error / fa_limit
-                         : result.max_abs_error > 0.0 ? std::numeric_limits<double>::infinity()
-                                                      : 0.0;
-  result.error_ratio = std::max(result.bound_ratio, result.fa_rule_ratio);
-
+  // Relative errors count only where |expected| is at least one output rounding of the largest.
+  const double relative_floor = terms.unit_roundoff * expected.max_abs;
+  const ErrorSums sums =
+      check_elements(problem, terms, reference, output, relative_floor, result, actual_values);
+  summarize_errors(sums, expected.sum, reference.output, actual_values, result);
+  apply_flash_attention_rule(terms.unit_roundoff, expected.max_abs,
+                             plain_max_abs_error(plain, reference.output), result);
   result.passed = result.failing_elements == 0 && result.fa_rule_ratio <= 1.0;
-  if (result.first_failure) {
-    std::ostringstream reason;
-    reason << describe_element(*result.first_failure) << "; " << result.failing_elements << " of "
-           << result.elements << " elements fail";
-    result.reason = reason.str();
-  } else if (!result.passed) {
-    std::ostringstream reason;
-    reason.precision(6);
-    reason << "FlashAttention rule: max error " << result.max_abs_error << " > 2 x plain "
-           << dtype_name(problem.dtype) << " error " << result.plain_max_abs_error << " + "
-           << result.fa_rule_atol << "; worst " << describe_element(result.worst_element);
-    result.reason = reason.str();
-  }
+  result.reason = failure_reason(problem, result);
   return result;
 }
 

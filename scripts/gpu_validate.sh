@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # GPU validation in one command, on a machine with an NVIDIA GPU. Builds for that GPU, then runs
-# and records, commands and raw output, in docs/validation/<date>-<gpu>.md:
+# and records, commands and raw output, in validation-logs/<date>-<gpu>.md (ignored by git: a CI
+# run uploads it as an artifact). The short record of a validation (what ran, figures, findings)
+# goes in docs/validation/README.md by hand; a raw log that must stay is kept there compressed.
 #   1. the GPU tests of the suite (they skip on a machine without a GPU)
 #   2. corpus/matrix/pr.json on cuda_flash, cuda_naive and the example CUDA plugin: zero false
 #      alarms expected
@@ -52,7 +54,7 @@ if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 gpu=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo no-gpu) | head -n 1)
 slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/^-//; s/-$//')
-record="docs/validation/$(date -u +%Y-%m-%d)-${slug}.md"
+record="validation-logs/$(date -u +%Y-%m-%d)-${slug}.md"
 harness="$build_dir/fuzz_attention"
 failures=0
 last_status=0
@@ -61,7 +63,7 @@ last_status=0
 if ((dry_run)); then
   record=/dev/stdout
 else
-  mkdir -p docs/validation
+  mkdir -p validation-logs
   {
     echo "# GPU validation: $gpu"
     echo

@@ -1,20 +1,15 @@
-/* An attnfuzz plugin in plain C: a straightforward attention forward pass on the host, the kind of
- * reference a kernel author writes first. docs/plugin.md builds and runs it:
+/* An attnfuzz plugin in plain C: the five functions of the plugin ABI around a straightforward
+ * attention forward pass on the host (naive_attention.c), the kind of reference a kernel author
+ * writes first. docs/plugin.md builds and runs it:
  *
- *     cc -O2 -shared -fPIC -I<attnfuzz>/include attention_plugin.c -o libexample_attention.so -lm
+ *     cc -O2 -shared -fPIC -I<attnfuzz>/include *.c -o libexample_attention.so -lm
  *     fuzz_attention --kernel-lib ./libexample_attention.so --configs corpus/matrix/pr.json
  *
  * Compiled with -DEXAMPLE_PLANT_CAUSAL_OFF_BY_ONE it lets each query see one key too many under the
  * causal mask: the harness must catch that copy.
- *
- * Scores and softmax in fp32 (max-subtracted), P kept in fp32, output rounded to the input dtype.
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "attnfuzz/attnfuzz_plugin.h"
+#include "naive_attention.h"
 
 #ifdef EXAMPLE_PLANT_CAUSAL_OFF_BY_ONE
 #define EXAMPLE_NAME "example_cpu_attention_buggy"
@@ -23,55 +18,6 @@
 #define EXAMPLE_NAME "example_cpu_attention"
 #define CAUSAL_SLACK 0
 #endif
-
-#define MAX_HEAD_DIM 1024
-
-/* ---- fp16 and bf16 bit patterns to and from float, round to nearest even ---- */
-
-static float bits_to_float(uint32_t bits) {
-  float value;
-  memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-static uint32_t float_to_bits(float value) {
-  uint32_t bits;
-  memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-static float load(uint16_t bits, int32_t dtype) {
-  if (dtype == ATTNFUZZ_DTYPE_BF16) return bits_to_float((uint32_t)bits << 16);
-  const uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1Fu;
-  const uint32_t fraction = bits & 0x3FFu;
-  if (exponent == 0x1F) return bits_to_float(sign | 0x7F800000u | (fraction << 13));
-  if (exponent != 0) return bits_to_float(sign | ((exponent + 112u) << 23) | (fraction << 13));
-  const float magnitude = ldexpf((float)fraction, -24); /* subnormal or zero: exact */
-  return sign ? -magnitude : magnitude;
-}
-
-static uint16_t store(float value, int32_t dtype) {
-  uint32_t bits = float_to_bits(value);
-  if (dtype == ATTNFUZZ_DTYPE_BF16) {
-    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((bits >> 16) | 0x40u);
-    bits += 0x7FFFu + ((bits >> 16) & 1u);
-    return (uint16_t)(bits >> 16);
-  }
-  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
-  const uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
-  if (magnitude >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);
-  if (magnitude < 0x38800000u) { /* below fp16's normal range: a multiple of 2^-24 */
-    const float rounded = bits_to_float(magnitude) + 0.5f;
-    return (uint16_t)(sign | (float_to_bits(rounded) - float_to_bits(0.5f)));
-  }
-  uint32_t rebased = magnitude - (112u << 23);
-  rebased += 0xFFFu + ((rebased >> 13) & 1u);
-  return (uint16_t)(sign | (rebased >> 13));
-}
-
-/* ---- the ABI ---- */
 
 int attnfuzz_plugin_abi_version(void) {
   return ATTNFUZZ_PLUGIN_ABI_VERSION;
@@ -86,62 +32,10 @@ int attnfuzz_plugin_site(void) {
 }
 
 int attnfuzz_plugin_supports(const attnfuzz_problem* problem, char* reason, size_t reason_size) {
-  if (problem->head_dim > MAX_HEAD_DIM) {
-    snprintf(reason, reason_size, "head_dim %lld is more than %d", (long long)problem->head_dim,
-             MAX_HEAD_DIM);
-    return 0;
-  }
-  return 1;
+  return naive_attention_supports(problem, reason, reason_size);
 }
 
-int attnfuzz_plugin_forward(const attnfuzz_problem* p, const attnfuzz_tensors* t, char* error,
-                            size_t error_size) {
-  float* scores = malloc(sizeof(float) * (size_t)p->seq_len_k);
-  float query[MAX_HEAD_DIM], output[MAX_HEAD_DIM];
-  if (scores == NULL) {
-    snprintf(error, error_size, "out of memory for %lld scores", (long long)p->seq_len_k);
-    return ATTNFUZZ_STATUS_ERROR;
-  }
-  const int64_t group = p->heads / p->kv_heads;
-  for (int64_t b = 0; b < p->batch; ++b) {
-    for (int64_t h = 0; h < p->heads; ++h) {
-      const int64_t kv = h / group;
-      for (int64_t i = 0; i < p->seq_len_q; ++i) {
-        const uint16_t* q =
-            t->q + b * p->q_strides.batch + i * p->q_strides.seq + h * p->q_strides.head;
-        for (int64_t d = 0; d < p->head_dim; ++d) query[d] = load(q[d], p->dtype);
-        int64_t visible = p->seq_len_k; /* keys 0 .. visible - 1 */
-        if (p->causal) {
-          visible = i + p->seq_len_k - p->seq_len_q + 1 + CAUSAL_SLACK;
-          if (visible < 0) visible = 0;
-          if (visible > p->seq_len_k) visible = p->seq_len_k;
-        }
-        float row_max = -INFINITY, row_sum = 0.0f;
-        for (int64_t j = 0; j < visible; ++j) {
-          const uint16_t* k =
-              t->k + b * p->k_strides.batch + j * p->k_strides.seq + kv * p->k_strides.head;
-          float dot = 0.0f;
-          for (int64_t d = 0; d < p->head_dim; ++d) dot += query[d] * load(k[d], p->dtype);
-          scores[j] = dot * (float)p->softmax_scale;
-          if (scores[j] > row_max) row_max = scores[j];
-        }
-        for (int64_t j = 0; j < visible; ++j) {
-          scores[j] = expf(scores[j] - row_max);
-          row_sum += scores[j];
-        }
-        for (int64_t d = 0; d < p->head_dim; ++d) output[d] = 0.0f;
-        for (int64_t j = 0; j < visible; ++j) {
-          const uint16_t* v =
-              t->v + b * p->v_strides.batch + j * p->v_strides.seq + kv * p->v_strides.head;
-          for (int64_t d = 0; d < p->head_dim; ++d) output[d] += scores[j] * load(v[d], p->dtype);
-        }
-        uint16_t* o = t->o + b * p->o_strides.batch + i * p->o_strides.seq + h * p->o_strides.head;
-        for (int64_t d = 0; d < p->head_dim; ++d) {
-          o[d] = store(visible == 0 ? 0.0f : output[d] / row_sum, p->dtype);
-        }
-      }
-    }
-  }
-  free(scores);
-  return ATTNFUZZ_STATUS_OK;
+int attnfuzz_plugin_forward(const attnfuzz_problem* problem, const attnfuzz_tensors* tensors,
+                            char* error, size_t error_size) {
+  return naive_attention_forward(problem, tensors, CAUSAL_SLACK, error, error_size);
 }

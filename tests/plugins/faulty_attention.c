@@ -1,5 +1,6 @@
 /* Plugins that misbehave on one shape, for the containment tests: the example plugin's correct
- * attention, except that a case with seq_len_k == FAULT_SEQ_LEN_K does what FAULT_KIND says:
+ * attention (examples/cpu_plugin/naive_attention.c), except that a case with
+ * seq_len_k == FAULT_SEQ_LEN_K does what FAULT_KIND says:
  *   FAULT_SEGFAULT             writes far outside the output (a wild pointer): SIGSEGV
  *   FAULT_HANG                 spins forever (a loop bound that never moves)
  *   FAULT_UNBOUNDED_ALLOCATION allocates and touches 64 MiB workspaces without end, and reports
@@ -9,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "attnfuzz/attnfuzz_plugin.h"
+#include "cpu_plugin/naive_attention.h"
 
 #define FAULT_SEGFAULT 1
 #define FAULT_HANG 2
@@ -25,19 +29,20 @@
 #error "FAULT_KIND must be FAULT_SEGFAULT, FAULT_HANG or FAULT_UNBOUNDED_ALLOCATION"
 #endif
 
-/* The example's five functions, two of them renamed so this file can wrap them. */
-#define attnfuzz_plugin_name example_plugin_name
-#define attnfuzz_plugin_forward example_plugin_forward
-#include "cpu_plugin/attention_plugin.c"
-#undef attnfuzz_plugin_name
-#undef attnfuzz_plugin_forward
-
-const char* attnfuzz_plugin_name(void);
-int attnfuzz_plugin_forward(const attnfuzz_problem* problem, const attnfuzz_tensors* tensors,
-                            char* error, size_t error_size);
+int attnfuzz_plugin_abi_version(void) {
+  return ATTNFUZZ_PLUGIN_ABI_VERSION;
+}
 
 const char* attnfuzz_plugin_name(void) {
   return FAULT_NAME;
+}
+
+int attnfuzz_plugin_site(void) {
+  return ATTNFUZZ_SITE_HOST;
+}
+
+int attnfuzz_plugin_supports(const attnfuzz_problem* problem, char* reason, size_t reason_size) {
+  return naive_attention_supports(problem, reason, reason_size);
 }
 
 static int fault(const attnfuzz_problem* problem, const attnfuzz_tensors* tensors, char* error,
@@ -76,5 +81,5 @@ static int fault(const attnfuzz_problem* problem, const attnfuzz_tensors* tensor
 int attnfuzz_plugin_forward(const attnfuzz_problem* problem, const attnfuzz_tensors* tensors,
                             char* error, size_t error_size) {
   if (problem->seq_len_k == FAULT_SEQ_LEN_K) return fault(problem, tensors, error, error_size);
-  return example_plugin_forward(problem, tensors, error, error_size);
+  return naive_attention_forward(problem, tensors, 0, error, error_size);
 }

@@ -3,17 +3,14 @@
 #pragma once
 
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "support/file_text.h"
+#include "support/temporary_folder.h"
 
 namespace attnfuzz {
 
@@ -30,18 +27,6 @@ inline std::string quoted(const std::string& text) {
   return result + "'";
 }
 
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
-inline std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
-  return lines;
-}
-
 struct RunResult {
   int exit_code = -1;  // -1: killed by a signal
   std::string out;
@@ -53,29 +38,10 @@ struct RunResult {
   }
 };
 
-// Each test gets a folder of its own, removed afterwards, for matrices, outputs and reports.
-class FuzzAttention : public ::testing::Test {
+// Each test gets a folder of its own (TemporaryFolder), removed afterwards, for matrices, outputs
+// and reports.
+class FuzzAttention : public TemporaryFolder {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    folder_ = std::filesystem::temp_directory_path() /
-              ("attnfuzz_fuzz_attention_" + std::to_string(getpid()) + "_" + name);
-    std::filesystem::remove_all(folder_);
-    std::filesystem::create_directories(folder_);
-  }
-  void TearDown() override { std::filesystem::remove_all(folder_); }
-
-  std::filesystem::path path(const std::string& name) const { return folder_ / name; }
-
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name)) << text;
-    return path(name);
-  }
-
   // Runs fuzz_attention with `arguments` (already quoted for the shell) and collects its exit
   // status, stdout and stderr.
   // A run that names no kernel or backend is pinned to the CPU backend: the suite's expectations
@@ -100,8 +66,6 @@ class FuzzAttention : public ::testing::Test {
   RunResult run_matrix(const std::string& matrix, const std::string& more = "") const {
     return run("--configs " + quoted(write("matrix.json", matrix).string()) + " " + more);
   }
-
-  std::filesystem::path folder_;
 };
 
 }  // namespace attnfuzz

@@ -1,0 +1,224 @@
+#include "case/case_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace attnfuzz {
+namespace {
+
+constexpr std::size_t kHeaderBytes = 4;
+constexpr std::int64_t kDistributionCount = std::size(kDataDistributions);
+constexpr int kSpecialValueCount = 0
+#define ATTNFUZZ_COUNT_SPECIAL(id, what) +1
+    ATTNFUZZ_SPECIAL_VALUES(ATTNFUZZ_COUNT_SPECIAL)
+#undef ATTNFUZZ_COUNT_SPECIAL
+    ;
+
+// A softmax scale is usable when it stays within 2^8 of 1/sqrt(head_dim): beyond that, scores of
+// unit-scale data overflow fp32 or every softmax is one-hot, and neither tests a kernel.
+bool usable_scale(double scale, std::int64_t head_dim) {
+  if (scale == 0.0) return true;  // the default
+  const double ratio = scale * std::sqrt(static_cast<double>(head_dim));
+  return std::isfinite(scale) && scale > 0.0 && ratio >= 0x1p-8 && ratio <= 0x1p8;
+}
+
+// Whether the case is within the binary form's size limits (see case_codec.h).
+bool within_size_limits(const AttentionCase& c) {
+  const std::int64_t outputs = c.batch * c.heads * c.seq_len_q * c.head_dim;
+  return outputs <= kEncodedMaxOutputElements && outputs * c.seq_len_k <= kEncodedMaxWork;
+}
+
+bool usable_kernel_name(const std::string& name) {
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+class ByteWriter {
+ public:
+  void put(std::uint64_t value, int bytes) {
+    for (int index = 0; index < bytes; ++index)
+      out_.push_back(static_cast<std::uint8_t>(value >> (8 * index)));
+  }
+  void put_double(double value) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    put(bits, 8);
+  }
+  std::vector<std::uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+// Reads little-endian fields; past the end of the input every byte reads as zero.
+class ByteReader {
+ public:
+  explicit ByteReader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+  bool exhausted() const { return position_ >= bytes_.size(); }
+  std::size_t remaining() const { return exhausted() ? 0 : bytes_.size() - position_; }
+  std::uint64_t get(int bytes) {
+    std::uint64_t value = 0;
+    for (int index = 0; index < bytes; ++index, ++position_) {
+      if (position_ < bytes_.size()) value |= std::uint64_t{bytes_[position_]} << (8 * index);
+    }
+    return value;
+  }
+  double get_double() {
+    const std::uint64_t bits = get(8);
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  }
+  std::size_t position() const { return position_; }
+
+ private:
+  std::span<const std::uint8_t> bytes_;
+  std::size_t position_ = 0;
+};
+
+template <typename Value>
+std::optional<Value> fail(std::string* why, std::string message) {
+  if (why) *why = std::move(message);
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool starts_with_case_magic(std::span<const std::uint8_t> bytes) {
+  return bytes.size() >= std::size(kCaseMagic) &&
+         std::equal(std::begin(kCaseMagic), std::end(kCaseMagic), bytes.begin(),
+                    [](char m, std::uint8_t b) { return static_cast<std::uint8_t>(m) == b; });
+}
+
+std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attention_case,
+                                                     std::string* why) {
+  using Bytes = std::vector<std::uint8_t>;
+  const AttentionCase& c = attention_case;
+  const std::int64_t group = c.kv_heads > 0 ? c.heads / c.kv_heads : 0;
+  const auto head_dim_index =
+      std::find(std::begin(kEncodedHeadDims), std::end(kEncodedHeadDims), c.head_dim);
+  const bool injected = c.injection.value != SpecialValue::none;
+  if (c.batch < 1 || c.batch > kEncodedMaxBatch) return fail<Bytes>(why, "batch outside 1..8");
+  if (c.kv_heads < 1 || c.kv_heads > kEncodedMaxKvHeads || group < 1 || group > kEncodedMaxGroup ||
+      group * c.kv_heads != c.heads) {
+    return fail<Bytes>(why, "heads/kv_heads outside 1..8 kv heads of 1..8 query heads each");
+  }
+  if (c.seq_len_q < 1 || c.seq_len_q > kEncodedMaxSeqLen || c.seq_len_k < 1 ||
+      c.seq_len_k > kEncodedMaxSeqLen) {
+    return fail<Bytes>(why, "seq_len_q/seq_len_k outside 1..4096");
+  }
+  if (head_dim_index == std::end(kEncodedHeadDims))
+    return fail<Bytes>(why, "head_dim not encodable");
+  if (!within_size_limits(c)) return fail<Bytes>(why, "case larger than the binary form holds");
+  if (c.row_padding < 0 || c.row_padding > kEncodedMaxRowPadding) {
+    return fail<Bytes>(why, "row_padding outside 0..16");
+  }
+  if (injected && (c.injection.count < 1 || c.injection.count > kEncodedMaxInjections)) {
+    return fail<Bytes>(why, "injection count outside 1..16");
+  }
+  if (!usable_scale(c.softmax_scale, c.head_dim)) return fail<Bytes>(why, "softmax_scale unusable");
+  if (c.kernel.size() > 255 || !usable_kernel_name(c.kernel)) {
+    return fail<Bytes>(why, "kernel name too long or with odd characters");
+  }
+
+  ByteWriter out;
+  for (char m : kCaseMagic) out.put(static_cast<std::uint8_t>(m), 1);
+  out.put(kCaseEncodingVersion, 1);
+  out.put(static_cast<std::uint64_t>(c.seq_len_q - 1), 2);
+  out.put(static_cast<std::uint64_t>(c.seq_len_k - 1), 2);
+  out.put((c.causal ? 1u : 0u) | (c.layout == Layout::bhsd ? 2u : 0u), 1);
+  out.put(static_cast<std::uint64_t>(c.batch - 1), 1);
+  out.put(static_cast<std::uint64_t>(c.kv_heads - 1), 1);
+  out.put(static_cast<std::uint64_t>(group - 1), 1);
+  out.put(static_cast<std::uint64_t>(head_dim_index - std::begin(kEncodedHeadDims)), 1);
+  out.put(static_cast<std::uint64_t>(c.dtype), 1);
+  out.put(static_cast<std::uint64_t>(c.row_padding), 1);
+  out.put(static_cast<std::uint64_t>(c.data), 1);
+  out.put(c.seed, 8);
+  out.put(static_cast<std::uint64_t>(c.injection.value), 1);
+  out.put(injected ? static_cast<std::uint64_t>(c.injection.tensor) : 0, 1);
+  out.put(injected ? static_cast<std::uint64_t>(c.injection.count - 1) : 0, 1);
+  out.put_double(c.softmax_scale);
+  out.put(c.kernel.size(), 1);
+  for (char ch : c.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
+  return out.take();
+}
+
+std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, std::string* why) {
+  if (bytes.size() < kHeaderBytes) {
+    return fail<AttentionCase>(why, "too short for a case (" + std::to_string(bytes.size()) +
+                                        " bytes, the header alone has 4)");
+  }
+  if (!starts_with_case_magic(bytes)) {
+    return fail<AttentionCase>(why, "not a case: the first bytes are not \"AFZ\"");
+  }
+  if (bytes[3] != kCaseEncodingVersion) {
+    return fail<AttentionCase>(why, "case encoding version " + std::to_string(bytes[3]) +
+                                        " is not supported (this build reads version " +
+                                        std::to_string(kCaseEncodingVersion) + ")");
+  }
+  ByteReader in(bytes.subspan(kHeaderBytes));
+  AttentionCase c;
+  c.seq_len_q = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
+  const bool has_seq_len_k = !in.exhausted();
+  c.seq_len_k = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
+  if (!has_seq_len_k) c.seq_len_k = c.seq_len_q;
+  const std::uint64_t flags = in.get(1);
+  c.causal = (flags & 1u) != 0;
+  c.layout = (flags & 2u) != 0 ? Layout::bhsd : Layout::bshd;
+  c.batch = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxBatch);
+  c.kv_heads = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxKvHeads);
+  c.heads = c.kv_heads * (1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxGroup));
+  c.head_dim = kEncodedHeadDims[in.get(1) % std::size(kEncodedHeadDims)];
+  c.dtype = static_cast<Dtype>(in.get(1) % std::size(kDtypeTraits));
+  if (!within_size_limits(c)) {
+    return fail<AttentionCase>(why,
+                               "case larger than the binary form holds (2^25 output "
+                               "elements, 2^36 products)");
+  }
+  c.row_padding = static_cast<std::int64_t>(in.get(1) % (kEncodedMaxRowPadding + 1));
+  c.data = static_cast<DataDistribution>(in.get(1) % kDistributionCount);
+  c.seed = in.get(8);
+  c.injection.value = static_cast<SpecialValue>(in.get(1) % kSpecialValueCount);
+  c.injection.tensor = static_cast<TensorRole>(in.get(1) % 3);
+  c.injection.count = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxInjections);
+  if (c.injection.value == SpecialValue::none) c.injection = {};
+  c.softmax_scale = in.get_double();
+  if (!usable_scale(c.softmax_scale, c.head_dim)) {
+    return fail<AttentionCase>(why,
+                               "softmax scale is not finite, positive and within 2^8 of "
+                               "1/sqrt(head_dim)");
+  }
+  const std::size_t name_length = in.get(1);
+  if (in.remaining() != name_length) {
+    return fail<AttentionCase>(why, std::to_string(in.remaining()) +
+                                        " bytes follow the kernel name length " +
+                                        std::to_string(name_length) + ": they must match");
+  }
+  c.kernel.assign(bytes.end() - static_cast<std::ptrdiff_t>(name_length), bytes.end());
+  if (!usable_kernel_name(c.kernel)) {
+    return fail<AttentionCase>(why, "kernel name has characters outside [A-Za-z0-9_.-]");
+  }
+  return c;
+}
+
+nlohmann::json case_keys_to_json(const AttentionCase& attention_case) {
+  nlohmann::json keys = nlohmann::json::object();
+  for_each_case_field([&](auto field) {
+    using Field = decltype(field);
+    const auto& value = attention_case.*Field::member;
+    if (!Field::Codec::unset(value)) keys[std::string(Field::key)] = Field::Codec::write(value);
+  });
+  return keys;
+}
+
+std::string case_to_matrix_text(const AttentionCase& attention_case, const std::string& name) {
+  const nlohmann::json matrix = {
+      {"name", name}, {"cases", nlohmann::json::array({case_keys_to_json(attention_case)})}};
+  return matrix.dump(2) + "\n";
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,70 @@
+// Cases as bytes and as JSON: the one case model that the matrix runner, the property engine,
+// libFuzzer and replay all share.
+//
+// Binary form (version 1), little endian, the simplest choices last to go:
+//   "AFZ" 0x01 | seq_len_q-1 u16 | seq_len_k-1 u16 | flags u8 (1 causal, 2 bhsd) | batch-1 u8 |
+//   kv_heads-1 u8 | group-1 u8 | head_dim index u8 | dtype u8 | row_padding u8 | data u8 |
+//   seed u64 | injection kind u8 | injection tensor u8 | injection count-1 u8 |
+//   softmax scale f64 (0: 1/sqrt(head_dim)) | kernel name length u8 | kernel name
+// An input may stop anywhere after the version: the fields it leaves out take their defaults
+// (seq_len_k = seq_len_q, one head, batch 1, head_dim 64, fp16, normal data, seed 0, nothing
+// injected, the default scale and kernel), so cutting bytes off the end simplifies a case, which is
+// what libFuzzer's -minimize_crash does. Every field maps into its valid range (a value past the
+// end of a table wraps around), so almost every mutation of a valid input is again a valid case.
+// Only a wrong magic or version, an unusable scale, a kernel name longer than the bytes left or
+// with odd characters, or a case too large for the form is rejected, with a message. Encoding
+// writes every field, so decode(encode(c)) == c for every case the binary form can hold.
+//
+// JSON form: the case's keys as a matrix file writes them, wrapped in a one-case matrix, so a
+// saved case is also a matrix file: `fuzz_attention --configs saved.json` runs it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case/attention_case.h"
+
+namespace attnfuzz {
+
+inline constexpr std::uint8_t kCaseEncodingVersion = 1;
+inline constexpr char kCaseMagic[] = {'A', 'F', 'Z'};
+
+// Limits of the binary form (a matrix file can describe larger cases).
+inline constexpr std::int64_t kEncodedMaxBatch = 8;
+inline constexpr std::int64_t kEncodedMaxKvHeads = 8;
+inline constexpr std::int64_t kEncodedMaxGroup = 8;
+inline constexpr std::int64_t kEncodedMaxSeqLen = 4096;
+inline constexpr std::int64_t kEncodedMaxRowPadding = 16;
+inline constexpr std::int64_t kEncodedMaxInjections = 16;
+// The largest case the binary form holds: at most 2^25 output elements (the seed matrix's largest
+// case has 31.5M) and 2^36 score-times-dim products, so that any decoded case fits in memory.
+inline constexpr std::int64_t kEncodedMaxOutputElements = std::int64_t{1} << 25;
+inline constexpr std::int64_t kEncodedMaxWork = std::int64_t{1} << 36;
+// Head dims the binary form can name: every tile configuration, and two no kernel supports.
+inline constexpr std::int64_t kEncodedHeadDims[] = {64, 32, 96, 128, 256, 80, 16};
+
+// Whether `bytes` start with the binary form's magic "AFZ" (whatever the version).
+bool starts_with_case_magic(std::span<const std::uint8_t> bytes);
+
+// Bytes of a case; nullopt (with `why`) when a field is outside the binary form's limits.
+std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attention_case,
+                                                     std::string* why = nullptr);
+
+// The case in `bytes`, or nullopt with the reason in `why`. The case's id is left empty.
+std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes,
+                                         std::string* why = nullptr);
+
+// {"batch": ..., "heads": ..., ...}: the key of every field of the case schema
+// (case/case_schema.h) with this case's value, but for values that mean "not chosen" (the default
+// scale, kernel and injection). A matrix file reads it back as the same case.
+nlohmann::json case_keys_to_json(const AttentionCase& attention_case);
+
+// A one-case matrix file named `name` holding the case: its JSON form.
+std::string case_to_matrix_text(const AttentionCase& attention_case, const std::string& name);
+
+}  // namespace attnfuzz

@@ -1,0 +1,155 @@
+// The codecs of case/case_schema.h: how each kind of field reads from JSON, and its limits.
+#include "case/case_schema.h"
+
+#include <iterator>
+
+#include "core/text.h"
+
+namespace attnfuzz {
+
+using Json = nlohmann::json;
+
+std::string describe_json_value(const Json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return std::string(value.type_name()) + " " + text;
+}
+
+namespace case_codec_detail {
+
+std::int64_t read_int64(const Json& value, const char* expected) {
+  if (value.is_number_unsigned()) {
+    const auto magnitude = value.get<std::uint64_t>();
+    if (magnitude > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      throw FieldProblem{"integer " + value.dump() + " does not fit in int64"};
+    }
+    return static_cast<std::int64_t>(magnitude);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  throw FieldProblem{std::string("expected ") + expected + ", got " + describe_json_value(value)};
+}
+
+void unknown_name(std::string_view what, const std::string& name, const std::string& expected) {
+  throw FieldProblem{"unknown " + std::string(what) + " \"" + name + "\" (expected one of " +
+                     expected + ")"};
+}
+
+}  // namespace case_codec_detail
+
+namespace {
+
+std::string read_string(const Json& value) {
+  if (!value.is_string())
+    throw FieldProblem{"expected a string, got " + describe_json_value(value)};
+  return value.get<std::string>();
+}
+
+// The names of a table's rows, "a, b, c", for messages.
+template <typename Table, typename Name>
+std::string names_of(const Table& table, Name name) {
+  std::vector<std::string_view> names;
+  for (const auto& row : table) names.push_back(name(row));
+  return join_names(names);
+}
+
+// Whether an enum's value indexes a row of its table.
+template <typename Table, typename Enum>
+std::optional<std::string> outside_table(const Table& table, Enum value) {
+  if (static_cast<std::size_t>(value) < std::size(table)) return std::nullopt;
+  return "enum value " + std::to_string(static_cast<unsigned>(value)) + " (out of range)";
+}
+
+}  // namespace
+
+Seed::Value Seed::read(const Json& value) {
+  if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+  if (value.is_number_integer()) {
+    throw FieldProblem{"must be a non-negative integer, got " + value.dump()};
+  }
+  throw FieldProblem{"expected a non-negative integer (uint64), got " + describe_json_value(value)};
+}
+
+Boolean::Value Boolean::read(const Json& value) {
+  if (!value.is_boolean()) {
+    throw FieldProblem{"expected true or false, got " + describe_json_value(value)};
+  }
+  return value.get<bool>();
+}
+
+KernelName::Value KernelName::read(const Json& value) {
+  return read_string(value);
+}
+
+OptionalScale::Value OptionalScale::read(const Json& value) {
+  if (!value.is_number()) {
+    throw FieldProblem{"expected a number, got " + describe_json_value(value)};
+  }
+  const double scale = value.get<double>();
+  if (!(scale > 0.0) || !std::isfinite(scale)) {
+    throw FieldProblem{"must be a finite number > 0, got " + value.dump()};
+  }
+  return scale;
+}
+
+std::optional<std::string> OptionalScale::outside_limits(Value value) {
+  if (value == 0.0 || (std::isfinite(value) && value > 0.0)) return std::nullopt;
+  return std::to_string(value) + " (neither 0 nor finite > 0)";
+}
+
+DtypeName::Value DtypeName::read(const Json& value) {
+  const std::string name = read_string(value);
+  if (const auto dtype = parse_dtype(name)) return *dtype;
+  case_codec_detail::unknown_name(
+      "dtype", name, names_of(kDtypeTraits, [](const DtypeTraits& row) { return row.name; }));
+}
+
+std::optional<std::string> DtypeName::outside_limits(Value value) {
+  return outside_table(kDtypeTraits, value);
+}
+
+DistributionName::Value DistributionName::read(const Json& value) {
+  const std::string name = read_string(value);
+  if (const auto distribution = parse_distribution(name)) return *distribution;
+  case_codec_detail::unknown_name(
+      "data distribution", name,
+      names_of(kDataDistributions, [](const DataDistributionInfo& row) { return row.name; }));
+}
+
+std::optional<std::string> DistributionName::outside_limits(Value value) {
+  return outside_table(kDataDistributions, value);
+}
+
+LayoutName::Value LayoutName::read(const Json& value) {
+  const std::string name = read_string(value);
+  if (const auto layout = parse_layout(name)) return *layout;
+  case_codec_detail::unknown_name("layout", name,
+                                  names_of(kLayoutNames, [](std::string_view row) { return row; }));
+}
+
+std::optional<std::string> LayoutName::outside_limits(Value value) {
+  return outside_table(kLayoutNames, value);
+}
+
+InjectionText::Value InjectionText::read(const Json& value) {
+  const std::string text = read_string(value);
+  if (const auto injection = parse_injection(text)) return *injection;
+  std::vector<std::string_view> kinds;
+  for (const SpecialValueInfo& info : kSpecialValues) {
+    if (info.value != SpecialValue::none) kinds.push_back(info.name);
+  }
+  throw FieldProblem{"invalid injection \"" + text + "\" (expected " +
+                     std::string(kInjectionSyntax) +
+                     " with count >= 1, kinds: " + join_names(kinds) + ")"};
+}
+
+std::optional<std::string> InjectionText::outside_limits(const Value& value) {
+  if (auto problem = outside_table(kSpecialValues, value.value)) return problem;
+  if (value.value == SpecialValue::none) return std::nullopt;
+  const std::string form = format_injection(value);
+  if (value.count < 1 || parse_injection(form) != value) {
+    return "\"" + form + "\" (an injection that does not read back from its own form)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnfuzz

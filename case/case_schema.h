@@ -1,0 +1,204 @@
+// The fields of a case, declared once. Every form of a case comes from this table: the struct
+// (case/attention_case.h), the keys of matrix and case files (matrix/matrix_file.cpp), the JSON
+// writer (case/case_codec.cpp), a report's `config` (run/case_result_json.cpp), the validity check
+// of accepted cases (matrix/matrix_parse_check.cpp) and the problem a kernel gets (problem_of, and
+// through it the plugin ABI's problem). tests/case/test_case_schema.cpp walks the table and checks
+// each of them against it. Adding a field is one row here, plus its meaning where it is used.
+//
+// FIELD(member, Codec, key, default value, use)
+//   member   the AttentionCase member
+//   Codec    how its value reads from JSON (with its limits) and writes back (below)
+//   key      its name in matrix files, case files and a report's config
+//   default  its value when no layer of a matrix file sets it
+//   use      what it changes (CaseFieldUse): the problem, the layout, the data or the kernel
+// SHORTHAND(key, first member, second member): a key that sets two fields at once, applied before
+// the keys of those fields (so that "seq_len" with "seq_len_k" sets a longer key length).
+// ALIAS(key, member): another name of a field's key, the earlier harness's name in reports. A
+// case may carry both (a report's config does); they must then hold the same value.
+//
+// The order of the rows is the order in which keys apply within one object and in which a matrix's
+// arrays expand (the last fastest): reordering them renumbers cases of existing matrix files.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "case/data_distribution.h"
+#include "core/attention_problem.h"
+#include "core/dtype.h"
+
+#define ATTNFUZZ_CASE_FIELDS(FIELD, SHORTHAND, ALIAS)                   \
+  FIELD(batch, PositiveInteger, "batch", 1, problem)                    \
+  ALIAS("batch_size", batch)                                            \
+  FIELD(heads, PositiveInteger, "heads", 1, problem)                    \
+  ALIAS("num_heads", heads)                                             \
+  FIELD(kv_heads, PositiveInteger, "kv_heads", 1, problem)              \
+  SHORTHAND("seq_len", seq_len_q, seq_len_k)                            \
+  FIELD(seq_len_q, PositiveInteger, "seq_len_q", 1, problem)            \
+  FIELD(seq_len_k, PositiveInteger, "seq_len_k", 1, problem)            \
+  FIELD(head_dim, PositiveInteger, "head_dim", 64, problem)             \
+  FIELD(dtype, DtypeName, "dtype", Dtype::fp16, problem)                \
+  FIELD(causal, Boolean, "causal", false, problem)                      \
+  FIELD(data, DistributionName, "data", DataDistribution::normal, data) \
+  FIELD(seed, Seed, "seed", 1, data)                                    \
+  FIELD(kernel, KernelName, "kernel", "", kernel)                       \
+  FIELD(layout, LayoutName, "layout", Layout::bshd, layout)             \
+  FIELD(row_padding, NonNegativeInteger, "row_padding", 0, layout)      \
+  FIELD(softmax_scale, OptionalScale, "softmax_scale", 0.0, problem)    \
+  FIELD(injection, InjectionText, "inject", SpecialValueInjection{}, data)
+
+#define ATTNFUZZ_CASE_IGNORE(...)
+
+namespace attnfuzz {
+
+// The fields by name: an index into per-field arrays (where each value came from, for messages).
+enum class CaseField : std::uint8_t {
+#define ATTNFUZZ_CASE_FIELD_ENUM(member, Codec, key, value, use) member,
+  ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_CASE_FIELD_ENUM, ATTNFUZZ_CASE_IGNORE, ATTNFUZZ_CASE_IGNORE)
+#undef ATTNFUZZ_CASE_FIELD_ENUM
+};
+inline constexpr std::size_t kCaseFieldCount = 0
+#define ATTNFUZZ_CASE_FIELD_COUNT(member, Codec, key, value, use) +1
+    ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_CASE_FIELD_COUNT, ATTNFUZZ_CASE_IGNORE, ATTNFUZZ_CASE_IGNORE)
+#undef ATTNFUZZ_CASE_FIELD_COUNT
+    ;
+
+// What a field changes when it changes: the problem a kernel sees, the tensors' layout in memory,
+// the input data, or which kernel runs. tests/case/test_case_schema.cpp checks each field's claim.
+enum class CaseFieldUse : std::uint8_t { problem, layout, data, kernel };
+
+// ---- codecs: a field's JSON form and limits ----
+//
+// Each codec has
+//   Value                                   the member's type
+//   read(json) -> Value                     throws FieldProblem when the value is of the wrong type
+//                                           or outside the limits
+//   write(Value) -> json                    what read() reads back as the same value
+//   outside_limits(Value) -> optional text  why a value is not one a case may hold (for values that
+//                                           did not come through read(): decoded, generated)
+//   unset(Value) -> bool                    the value means "not chosen" and is left out of JSON
+
+// A problem with one field's value; whoever reads it adds the file, the case and the field.
+struct FieldProblem {
+  std::string message;
+};
+
+// "string \"six\"", "number 3.5", "boolean true": what a JSON value is, for messages.
+std::string describe_json_value(const nlohmann::json& value);
+
+namespace case_codec_detail {
+std::int64_t read_int64(const nlohmann::json& value, const char* expected);
+// `name` among `names` (a table's name column), or FieldProblem "unknown <what> ... (expected one
+// of a, b)".
+[[noreturn]] void unknown_name(std::string_view what, const std::string& name,
+                               const std::string& expected);
+}  // namespace case_codec_detail
+
+struct PositiveInteger {
+  using Value = std::int64_t;
+  static Value read(const nlohmann::json& json) {
+    const Value value = case_codec_detail::read_int64(json, "a positive integer");
+    if (value <= 0) throw FieldProblem{"must be a positive integer, got " + std::to_string(value)};
+    return value;
+  }
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value value) {
+    if (value > 0) return std::nullopt;
+    return std::to_string(value) + " (not positive)";
+  }
+  static bool unset(Value) { return false; }
+};
+
+struct NonNegativeInteger {
+  using Value = std::int64_t;
+  static Value read(const nlohmann::json& json) {
+    const Value value = case_codec_detail::read_int64(json, "a non-negative integer");
+    if (value < 0) {
+      throw FieldProblem{"must be a non-negative integer, got " + std::to_string(value)};
+    }
+    return value;
+  }
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value value) {
+    if (value >= 0) return std::nullopt;
+    return std::to_string(value) + " (negative)";
+  }
+  static bool unset(Value) { return false; }
+};
+
+// Any uint64; JSON integers above int64's range included.
+struct Seed {
+  using Value = std::uint64_t;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value) { return std::nullopt; }
+  static bool unset(Value) { return false; }
+};
+
+struct Boolean {
+  using Value = bool;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value) { return std::nullopt; }
+  static bool unset(Value) { return false; }
+};
+
+// A kernel's name; empty: the backend's default kernel.
+struct KernelName {
+  using Value = std::string;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(const Value& value) { return value; }
+  static std::optional<std::string> outside_limits(const Value&) { return std::nullopt; }
+  static bool unset(const Value& value) { return value.empty(); }
+};
+
+// A finite scale > 0; 0 (never read from a file) means 1/sqrt(head_dim).
+struct OptionalScale {
+  using Value = double;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value value) { return value == 0.0; }
+};
+
+struct DtypeName {
+  using Value = Dtype;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return std::string(dtype_name(value)); }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value) { return false; }
+};
+
+struct DistributionName {
+  using Value = DataDistribution;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return std::string(distribution_name(value)); }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value) { return false; }
+};
+
+struct LayoutName {
+  using Value = Layout;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return std::string(layout_name(value)); }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value) { return false; }
+};
+
+// "none" or "<q|k|v>:<kind>:<count>" (case/data_distribution.h).
+struct InjectionText {
+  using Value = SpecialValueInjection;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(const Value& value) { return format_injection(value); }
+  static std::optional<std::string> outside_limits(const Value& value);
+  static bool unset(const Value& value) { return value.value == SpecialValue::none; }
+};
+
+}  // namespace attnfuzz

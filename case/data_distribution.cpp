@@ -1,0 +1,471 @@
+// Input generation. Every value is a pure function of (seed, problem shape, tensor, logical
+// index): a counter-based generator (SplitMix64 steps over a stream key and the index,
+// core/splitmix.h) needs no state, so tensors are independent streams and generation order never
+// matters.
+#include "case/data_distribution.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <span>
+#include <string>
+#include <system_error>
+
+#include "core/parallel_for.h"
+#include "core/splitmix.h"
+#include "kernels/flash_tile_traits.h"
+
+namespace attnfuzz {
+namespace {
+
+// Stands where a data stream has its distribution: the key of the injection stream ("injection"
+// in ASCII), far from every distribution's index so that no data stream shares its key.
+constexpr std::uint64_t kInjectionPurpose = 0x696E6A656374696Full;
+
+// The guard tail (see AttentionInputs) holds a whole tile of the largest block any kernel reads.
+constexpr bool guard_covers_every_tile() {
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    if (config.block_m > kInputGuardRows || config.block_n > kInputGuardRows) return false;
+  }
+  return true;
+}
+static_assert(guard_covers_every_tile(), "a tile read past the end must stay in the guard tail");
+
+// What a tensor's role adds to the key of its streams: 1 for Q, 2 for K, 3 for V.
+std::uint64_t stream_key_of(TensorRole tensor) {
+  return static_cast<std::uint64_t>(tensor) + 1;
+}
+
+// A stream: one tensor of one case. Keyed by everything that identifies the case's data.
+class Stream {
+ public:
+  Stream(std::uint64_t seed, const AttentionProblem& problem, DataDistribution distribution,
+         TensorRole tensor)
+      : Stream(seed, problem, static_cast<std::uint64_t>(distribution), tensor) {}
+  // `purpose`: the distribution's index for data, kInjectionPurpose for injected positions.
+  Stream(std::uint64_t seed, const AttentionProblem& problem, std::uint64_t purpose,
+         TensorRole tensor) {
+    std::uint64_t key = splitmix64_step(seed);
+    for (std::uint64_t field :
+         {static_cast<std::uint64_t>(problem.batch), static_cast<std::uint64_t>(problem.heads),
+          static_cast<std::uint64_t>(problem.kv_heads),
+          static_cast<std::uint64_t>(problem.seq_len_q),
+          static_cast<std::uint64_t>(problem.seq_len_k),
+          static_cast<std::uint64_t>(problem.head_dim), static_cast<std::uint64_t>(problem.dtype),
+          static_cast<std::uint64_t>(problem.causal), purpose, stream_key_of(tensor)}) {
+      key = splitmix64_step(key ^ field);
+    }
+    key_ = key;
+  }
+  // Uniform in [0, 1), 53 random bits.
+  double uniform(std::uint64_t index, std::uint64_t draw = 0) const {
+    return static_cast<double>(splitmix64_step(key_ ^ splitmix64_step(index * 4 + draw)) >> 11) *
+           0x1p-53;
+  }
+  double symmetric_uniform(std::uint64_t index) const { return 2.0 * uniform(index) - 1.0; }
+  // Standard normal by Box-Muller from two draws of the same index.
+  double normal(std::uint64_t index) const {
+    const double radius = std::sqrt(-2.0 * std::log1p(-uniform(index, 0)));
+    return radius * std::cos(2.0 * std::numbers::pi * uniform(index, 1));
+  }
+
+ private:
+  std::uint64_t key_ = 0;
+};
+
+// Shape of one tensor and where its logical element [b, s, h, d] lives.
+struct TensorShape {
+  std::int64_t batch, seq_len, heads, head_dim;
+  TensorStrides strides;
+  std::int64_t logical_index(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d) const {
+    return ((b * seq_len + s) * heads + h) * head_dim + d;
+  }
+  std::int64_t offset(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d) const {
+    return b * strides.batch + s * strides.seq + h * strides.head + d;
+  }
+  // Offset of the element with logical index `index` (the inverse of logical_index).
+  std::int64_t offset_of_logical(std::int64_t index) const {
+    const std::int64_t d = index % head_dim;
+    const std::int64_t h = (index / head_dim) % heads;
+    const std::int64_t s = (index / (head_dim * heads)) % seq_len;
+    const std::int64_t b = index / (head_dim * heads * seq_len);
+    return offset(b, s, h, d);
+  }
+  std::int64_t elements() const { return batch * seq_len * heads * head_dim; }
+};
+
+// The shapes of a case's three input tensors.
+struct InputShapes {
+  TensorShape q, k, v;
+
+  explicit InputShapes(const AttentionProblem& problem)
+      : q{problem.batch, problem.seq_len_q, problem.heads, problem.head_dim, problem.q_strides},
+        k{problem.batch, problem.seq_len_k, problem.kv_heads, problem.head_dim, problem.k_strides},
+        v{problem.batch, problem.seq_len_k, problem.kv_heads, problem.head_dim, problem.v_strides} {
+  }
+  const TensorShape& of(TensorRole role) const {
+    return role == TensorRole::query ? q : role == TensorRole::key ? k : v;
+  }
+};
+
+// The data streams of a case's three input tensors.
+struct InputStreams {
+  Stream q, k, v;
+
+  InputStreams(std::uint64_t seed, const AttentionProblem& problem, DataDistribution distribution)
+      : q(seed, problem, distribution, TensorRole::query),
+        k(seed, problem, distribution, TensorRole::key),
+        v(seed, problem, distribution, TensorRole::value) {}
+};
+
+// Fills every element of `shape` with value(b, s, h, d, logical index), rounded to the dtype;
+// the rest of the buffer (row padding, guard tail) holds the poison NaN.
+template <typename ValueOf>
+std::vector<std::uint16_t> fill_tensor(const TensorShape& shape, Dtype dtype, ValueOf value_of) {
+  const std::int64_t span =
+      span_elements(shape.strides, shape.batch, shape.seq_len, shape.heads, shape.head_dim);
+  const std::int64_t guard = input_guard_elements(shape.strides, shape.head_dim);
+  std::vector<std::uint16_t> buffer(static_cast<std::size_t>(span + guard),
+                                    traits_of(dtype).poison_bits);
+  parallel_for(shape.batch * shape.seq_len, [&](std::int64_t row) {
+    const std::int64_t b = row / shape.seq_len;
+    const std::int64_t s = row % shape.seq_len;
+    for (std::int64_t h = 0; h < shape.heads; ++h) {
+      for (std::int64_t d = 0; d < shape.head_dim; ++d) {
+        const double value = value_of(b, s, h, d, shape.logical_index(b, s, h, d));
+        buffer[shape.offset(b, s, h, d)] = float_to_dtype(static_cast<float>(value), dtype);
+      }
+    }
+  });
+  return buffer;
+}
+
+// The key a query row of `peaked_softmax` copies: its last visible key, so it is never masked.
+std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t query_row) {
+  const std::int64_t last = problem.last_visible_key(query_row);
+  if (problem.causal) return std::max<std::int64_t>(last, 0);
+  return (query_row * 7919) % problem.seq_len_k;
+}
+
+// ---- the distributions ----
+
+// Element values drawn from one stream by the element's logical index alone:
+// draw(stream, index).
+template <typename Draw>
+auto by_index(const Stream& stream, Draw draw) {
+  return
+      [&stream, draw](std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t index) {
+        return draw(stream, static_cast<std::uint64_t>(index));
+      };
+}
+
+double standard_normal(const Stream& stream, std::uint64_t index) {
+  return stream.normal(index);
+}
+
+// normal, uniform, small_integers: every element of Q, K and V drawn alike, each tensor from its
+// own stream.
+template <typename Draw>
+AttentionInputs draw_alike(const InputShapes& shapes, Dtype dtype, const InputStreams& streams,
+                           Draw draw) {
+  AttentionInputs inputs;
+  inputs.q = fill_tensor(shapes.q, dtype, by_index(streams.q, draw));
+  inputs.k = fill_tensor(shapes.k, dtype, by_index(streams.k, draw));
+  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, draw));
+  return inputs;
+}
+
+// K = 50 + 2.5 N and Q = 4 N give each row an offset scale * 50 * sum_d Q_d ~ N(0, 200^2) and a
+// per-key spread ~ N(0, 10^2): rows far above 0 overflow exp() without the max subtraction, rows
+// far below underflow when the running max does not start at -inf.
+AttentionInputs draw_large_scores(const InputShapes& shapes, Dtype dtype,
+                                  const InputStreams& streams) {
+  AttentionInputs inputs;
+  inputs.q = fill_tensor(shapes.q, dtype, [&](auto, auto, auto, auto, std::int64_t i) {
+    return 4.0 * streams.q.normal(static_cast<std::uint64_t>(i));
+  });
+  inputs.k = fill_tensor(shapes.k, dtype, [&](auto, auto, auto, auto, std::int64_t i) {
+    return 50.0 + 2.5 * streams.k.normal(static_cast<std::uint64_t>(i));
+  });
+  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, standard_normal));
+  return inputs;
+}
+
+// Q_i = 3 K_pi(i): the score of the copied key is 3 sqrt(head_dim) (24 at D = 64), far above the
+// N(0, 9) scores of the others.
+AttentionInputs draw_peaked_softmax(const AttentionProblem& problem, const InputShapes& shapes,
+                                    const InputStreams& streams) {
+  const Dtype dtype = problem.dtype;
+  AttentionInputs inputs;
+  inputs.k = fill_tensor(shapes.k, dtype, by_index(streams.k, standard_normal));
+  const std::int64_t group = problem.group_size();
+  inputs.q = fill_tensor(
+      shapes.q, dtype,
+      [&](std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d, std::int64_t) {
+        const std::int64_t key = dominant_key(problem, s);
+        return 3.0 * static_cast<double>(
+                         widening_table(dtype)[inputs.k[shapes.k.offset(b, key, h / group, d)]]);
+      });
+  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, standard_normal));
+  return inputs;
+}
+
+// Every key of a head equals its key 0: all scores of a row tie.
+AttentionInputs draw_flat_softmax(const InputShapes& shapes, Dtype dtype,
+                                  const InputStreams& streams) {
+  AttentionInputs inputs;
+  inputs.q = fill_tensor(shapes.q, dtype, by_index(streams.q, standard_normal));
+  inputs.k = fill_tensor(
+      shapes.k, dtype,
+      [&](std::int64_t b, std::int64_t, std::int64_t h, std::int64_t d, std::int64_t) {
+        return streams.k.normal(static_cast<std::uint64_t>(shapes.k.logical_index(b, 0, h, d)));
+      });
+  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, standard_normal));
+  return inputs;
+}
+
+// Outliers as large as the dtype allows while an fp32 accumulator of seq_len_k terms
+// (sum_j P_j V_j with P_j <= 1) cannot overflow: half the dtype's largest finite value, or float's
+// largest / (2 seq_len_k) when that is smaller (bf16).
+AttentionInputs draw_value_outliers(const AttentionProblem& problem, const InputShapes& shapes,
+                                    const InputStreams& streams) {
+  const Dtype dtype = problem.dtype;
+  const double outlier = std::min(0.5 * traits_of(dtype).max_finite,
+                                  static_cast<double>(std::numeric_limits<float>::max()) /
+                                      (2.0 * static_cast<double>(problem.seq_len_k)));
+  AttentionInputs inputs;
+  inputs.q = fill_tensor(shapes.q, dtype, by_index(streams.q, standard_normal));
+  inputs.k = fill_tensor(shapes.k, dtype, by_index(streams.k, standard_normal));
+  inputs.v = fill_tensor(shapes.v, dtype, [&](auto, auto, auto, auto, std::int64_t i) {
+    const auto index = static_cast<std::uint64_t>(i);
+    if (streams.v.uniform(index, 2) >= 1.0 / 64.0) return streams.v.normal(index);
+    const double sign = streams.v.uniform(index, 3) < 0.5 ? -1.0 : 1.0;
+    return sign * outlier * (0.5 + 0.5 * streams.v.uniform(index, 0));
+  });
+  return inputs;
+}
+
+// Every tensor drawn from `distribution`, before any injection.
+AttentionInputs draw_inputs(const AttentionProblem& problem, DataDistribution distribution,
+                            const InputShapes& shapes, const InputStreams& streams) {
+  const Dtype dtype = problem.dtype;
+  switch (distribution) {
+    case DataDistribution::normal:
+      return draw_alike(shapes, dtype, streams, standard_normal);
+    case DataDistribution::uniform:
+      return draw_alike(shapes, dtype, streams, [](const Stream& stream, std::uint64_t index) {
+        return stream.symmetric_uniform(index);
+      });
+    case DataDistribution::large_scores:
+      return draw_large_scores(shapes, dtype, streams);
+    case DataDistribution::peaked_softmax:
+      return draw_peaked_softmax(problem, shapes, streams);
+    case DataDistribution::flat_softmax:
+      return draw_flat_softmax(shapes, dtype, streams);
+    case DataDistribution::small_integers:
+      return draw_alike(shapes, dtype, streams, [](const Stream& stream, std::uint64_t index) {
+        return std::floor(stream.uniform(index) * 7.0) - 3.0;
+      });
+    case DataDistribution::value_outliers:
+      return draw_value_outliers(problem, shapes, streams);
+  }
+  return {};
+}
+
+// ---- special values ----
+
+constexpr std::string_view kTensorRoleNames[] = {"q", "k", "v"};  // by TensorRole
+
+// The largest |element| and the largest row norm |X_i|_2 (over head_dim) of a tensor.
+struct TensorMagnitude {
+  double max_element = 0.0;
+  double max_row_norm = 0.0;
+};
+
+TensorMagnitude magnitude_of(const std::vector<std::uint16_t>& buffer, const TensorShape& shape,
+                             Dtype dtype) {
+  const std::span<const float> widen = widening_table(dtype);
+  TensorMagnitude magnitude;
+  for (std::int64_t row = 0; row < shape.elements() / shape.head_dim; ++row) {
+    const std::uint16_t* elements = &buffer[shape.offset_of_logical(row * shape.head_dim)];
+    double squares = 0.0;
+    for (std::int64_t d = 0; d < shape.head_dim; ++d) {
+      const double value = std::fabs(widen[elements[d]]);
+      magnitude.max_element = std::max(magnitude.max_element, value);
+      squares += value * value;
+    }
+    magnitude.max_row_norm = std::max(magnitude.max_row_norm, std::sqrt(squares));
+  }
+  return magnitude;
+}
+
+// The dtype's largest value not above `limit` (limit >= 0, below the dtype's largest finite).
+std::uint16_t round_down_to_dtype(double limit, Dtype dtype) {
+  std::uint16_t bits = float_to_dtype(static_cast<float>(limit), dtype);
+  if (dtype_to_float(bits, dtype) > limit) --bits;  // positive patterns order like their values
+  return bits;
+}
+
+// The magnitude `large` injects into `role` (the reasoning per tensor is in the comments), as a
+// positive pattern of the dtype. `own` and `other` are the magnitudes of the tensor injected into
+// and of its partner in the scores (K for Q, Q for K) before the injection.
+std::uint16_t large_bits(const AttentionProblem& problem, TensorRole role, std::int64_t count,
+                         const TensorMagnitude& own, const TensorMagnitude& other) {
+  const DtypeTraits& traits = traits_of(problem.dtype);
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  if (role == TensorRole::value) {
+    // V: the value_outliers rule. The accumulator sums seq_len_k terms P_j V_jd with unnormalised
+    // P_j <= 1: with every |V_jd| at most float's largest / (2 seq_len_k), it stays below half of
+    // float's largest whatever number of elements is injected, and the output, a weighted mean of
+    // V, within half the dtype's range.
+    return round_down_to_dtype(std::min(0.5 * traits.max_finite,
+                                        kFloatMax / (2.0 * static_cast<double>(problem.seq_len_k))),
+                               problem.dtype);
+  }
+  // Q or K: large scores are harmless to a correct kernel (it subtracts the row maximum; the
+  // tolerance's score term grows with scale |Q_i| |K_j|). What must stay finite is every sum that
+  // forms a score: the kernel's fp32 dot product Q_i . K_j and its scaled value, and in the plain
+  // same-precision reference of the FlashAttention rule scale * Q rounded to the dtype and the
+  // score rounded to the dtype (in fp16 a score beyond 65504 would be inf there, its row NaN).
+  // So |Q_i . K_j| * max(scale, 1) must stay below half the dtype's largest value (a dtype
+  // range within fp32's, leaving room for s - max). By Cauchy-Schwarz the elements not injected
+  // contribute at most max |Q_i| max |K_j| (row norms), and each injected element at most L times
+  // the partner's largest element, with at most min(count, head_dim) injected elements in a row:
+  //   L = (budget - max|Q_i| max|K_j|) / (min(count, D) max|partner|),  budget = max_finite / 2
+  //       / max(scale, 1),
+  // capped at the budget (scale * Q in range) and at least 1. In bf16 L is ~1e38 / count; in fp16
+  // a few thousand for N(0, 1) data.
+  const double budget = 0.5 * traits.max_finite / std::max(problem.softmax_scale, 1.0);
+  const double in_one_row = static_cast<double>(std::min(count, problem.head_dim));
+  const double limit = other.max_element > 0.0 ? (budget - own.max_row_norm * other.max_row_norm) /
+                                                     (in_one_row * other.max_element)
+                                               : budget;
+  return round_down_to_dtype(std::min(std::max(limit, 1.0), budget), problem.dtype);
+}
+
+// The pattern of one injected element; `negative` and `above` are fair coins of its draw.
+std::uint16_t special_bits(SpecialValue kind, Dtype dtype, std::uint16_t large, bool negative,
+                           bool above) {
+  const std::uint16_t sign = negative ? 0x8000u : 0u;  // bit 15 in fp16 and bf16
+  switch (kind) {
+    case SpecialValue::none:
+      break;
+    // +0 and -0: a product of 0, a term of 0; nothing can overflow or lose accuracy. -0 catches
+    // kernels that test zero by its bit pattern, or take -0 for a negative number.
+    case SpecialValue::zero:
+      return 0x0000u;
+    case SpecialValue::negative_zero:
+      return 0x8000u;
+    // The smallest subnormal (pattern 1): its products with other inputs are exact in fp32, or
+    // (bf16) fall below fp32's own subnormals, an absolute error under 2^-149, far inside every
+    // bound (the bound's eta terms cover outputs in the subnormal range). Catches kernels that
+    // decode subnormal inputs wrongly.
+    case SpecialValue::subnormal:
+      return static_cast<std::uint16_t>(sign | 0x0001u);
+    // See large_bits: as large as keeps every sum finite for a correct kernel.
+    case SpecialValue::large:
+      return static_cast<std::uint16_t>(sign | large);
+    // 1 + 2u (next above 1) or 1 - u (next below): the last significand bit matters. Magnitude 1
+    // fits every sum; catches inputs converted through a format with fewer significand bits.
+    case SpecialValue::one_ulp: {
+      const std::uint16_t one = float_to_dtype(1.0f, dtype);
+      return static_cast<std::uint16_t>(sign | (above ? one + 1 : one - 1));
+    }
+  }
+  return 0;
+}
+
+// Overwrites the injection's elements. Positions: `count` distinct logical indices by Floyd's
+// algorithm, one draw per step j in [n - count, n) of the tensor's injection stream.
+void inject(const AttentionProblem& problem, std::uint64_t seed,
+            const SpecialValueInjection& injection, const InputShapes& shapes,
+            AttentionInputs& inputs) {
+  if (injection.value == SpecialValue::none || injection.count <= 0) return;
+  std::vector<std::uint16_t>* buffers[] = {&inputs.q, &inputs.k, &inputs.v};  // by TensorRole
+  std::vector<std::uint16_t>& buffer = *buffers[static_cast<int>(injection.tensor)];
+  const TensorShape& shape = shapes.of(injection.tensor);
+  const std::int64_t n = shape.elements();
+  const std::int64_t count = std::min(injection.count, n);
+
+  std::uint16_t large = 0;
+  if (injection.value == SpecialValue::large && injection.tensor != TensorRole::value) {
+    const TensorRole partner =
+        injection.tensor == TensorRole::query ? TensorRole::key : TensorRole::query;
+    large = large_bits(
+        problem, injection.tensor, count, magnitude_of(buffer, shape, problem.dtype),
+        magnitude_of(*buffers[static_cast<int>(partner)], shapes.of(partner), problem.dtype));
+  } else if (injection.value == SpecialValue::large) {
+    large = large_bits(problem, injection.tensor, count, {}, {});
+  }
+
+  const Stream stream(seed, problem, kInjectionPurpose, injection.tensor);
+  std::vector<bool> chosen(static_cast<std::size_t>(n), false);
+  for (std::int64_t j = n - count; j < n; ++j) {
+    const auto step = static_cast<std::uint64_t>(j);
+    std::int64_t position = std::min(
+        j, static_cast<std::int64_t>(stream.uniform(step, 0) * static_cast<double>(j + 1)));
+    if (chosen[static_cast<std::size_t>(position)]) position = j;
+    chosen[static_cast<std::size_t>(position)] = true;
+    buffer[static_cast<std::size_t>(shape.offset_of_logical(position))] =
+        special_bits(injection.value, problem.dtype, large, stream.uniform(step, 1) < 0.5,
+                     stream.uniform(step, 2) < 0.5);
+  }
+}
+
+}  // namespace
+
+std::string format_injection(const SpecialValueInjection& injection) {
+  if (injection.value == SpecialValue::none) return "none";
+  return std::string(kTensorRoleNames[static_cast<int>(injection.tensor)]) + ":" +
+         std::string(kSpecialValues[static_cast<int>(injection.value)].name) + ":" +
+         std::to_string(injection.count);
+}
+
+std::optional<SpecialValueInjection> parse_injection(std::string_view text) {
+  if (text == "none") return SpecialValueInjection{};
+  const std::size_t first = text.find(':');
+  const std::size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  const std::string_view tensor = text.substr(0, first);
+  const std::string_view kind = text.substr(first + 1, second - first - 1);
+  const std::string_view count = text.substr(second + 1);
+
+  SpecialValueInjection injection;
+  const auto role = std::find(std::begin(kTensorRoleNames), std::end(kTensorRoleNames), tensor);
+  const auto value = std::find_if(std::begin(kSpecialValues), std::end(kSpecialValues),
+                                  [&](const SpecialValueInfo& info) { return info.name == kind; });
+  if (role == std::end(kTensorRoleNames) || value == std::end(kSpecialValues)) return std::nullopt;
+  injection.tensor = static_cast<TensorRole>(role - std::begin(kTensorRoleNames));
+  injection.value = value->value;
+  // Decimal digits only: no sign, no space, no trailing text.
+  if (count.empty() ||
+      !std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  const auto [end, error] =
+      std::from_chars(count.data(), count.data() + count.size(), injection.count);
+  if (error != std::errc() || end != count.data() + count.size()) return std::nullopt;
+  if (injection.value == SpecialValue::none) return SpecialValueInjection{};
+  if (injection.count < 1) return std::nullopt;
+  return injection;
+}
+
+std::optional<DataDistribution> parse_distribution(std::string_view name) {
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    if (info.name == name) return info.distribution;
+  }
+  return std::nullopt;
+}
+
+AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
+                                std::uint64_t seed, const SpecialValueInjection& injection) {
+  const InputShapes shapes(problem);
+  AttentionInputs inputs =
+      draw_inputs(problem, distribution, shapes, InputStreams(seed, problem, distribution));
+  inject(problem, seed, injection, shapes, inputs);
+  return inputs;
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,464 @@
+// fuzz_attention: runs a matrix of attention cases on a kernel under test and judges each against
+// the float64 oracle. Exit codes: 0 pass, 1 fail, 2 nothing could run, 3 harness error.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "case/case_codec.h"
+#include "cli/harness_options.h"
+#include "cli/run_settings_options.h"
+#include "core/clock.h"
+#include "core/exit_codes.h"
+#include "core/harness_error.h"
+#include "core/json_text.h"
+#include "core/text.h"
+#include "fuzz/properties.h"
+#include "kernels/kernel_registry.h"
+#include "matrix/case_file.h"
+#include "matrix/matrix_file.h"
+#include "report/build_info.h"
+#include "report/report_writers.h"
+#include "run/case_runner.h"
+#include "run/case_worker.h"
+#include "run/replay_command.h"
+#include "run/run_cases.h"
+#include "run/shard.h"
+#include "run/worker_memory.h"
+
+namespace attnfuzz {
+namespace {
+
+constexpr std::string_view kDefaultMatrix = "pr.json";
+
+void list_kernels(std::ostream& out) {
+  for (const AttentionKernel* kernel : all_kernels()) {
+    out << kernel->name() << " ("
+        << (kernel->site() == ExecutionSite::host ? "host" : "CUDA device")
+        << "): " << kernel->summary() << "\n  supports: " << kernel->capabilities()
+        << "\n  plants:" << (kernel->plants().empty() ? " none\n" : "\n");
+    for (PlantedBug plant : kernel->plants()) {
+      const PlantedBugInfo& info = kPlantedBugs[static_cast<int>(plant) - 1];
+      out << "    " << info.name << ": " << info.effect << " (" << info.origin << ")\n";
+    }
+  }
+}
+
+std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
+                                        const std::vector<std::string>& ids) {
+  if (ids.empty()) return matrix.cases;
+  std::vector<AttentionCase> selected;
+  for (const std::string& id : ids) {
+    bool found = false;
+    for (const AttentionCase& attention_case : matrix.cases) {
+      if (attention_case.id == id) {
+        selected.push_back(attention_case);
+        found = true;
+      }
+    }
+    if (!found) throw HarnessError("--case: no case '" + id + "' in " + matrix.source);
+  }
+  return selected;
+}
+
+// The cases of a run and where each came from.
+struct RunPlan {
+  CaseMatrix matrix;
+  std::map<std::string, std::filesystem::path> file_of_case;  // replay: the file holding each id
+};
+
+// --replay PATH: the cases of one file, or of every regular file in a folder (sorted by name).
+RunPlan replay_plan(const std::filesystem::path& path) {
+  RunPlan plan;
+  plan.matrix.name = "replay";
+  plan.matrix.source = path.string();
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+  }
+  for (const std::filesystem::path& file : files) {
+    for (AttentionCase& attention_case : load_case_file(file)) {
+      plan.file_of_case[attention_case.id] = file;
+      plan.matrix.cases.push_back(std::move(attention_case));
+    }
+  }
+  if (plan.matrix.cases.empty()) throw HarnessError("--replay: no case files in " + path.string());
+  return plan;
+}
+
+RunPlan plan_of(const HarnessOptions& options) {
+  if (!options.replay.empty()) {
+    if (!options.configs.empty()) throw HarnessError("--replay and --configs exclude each other");
+    return replay_plan(options.replay);
+  }
+  RunPlan plan;
+  plan.matrix = options.configs.empty() ? load_built_in_matrix(std::string(kDefaultMatrix))
+                                        : load_matrix_file(options.configs);
+  return plan;
+}
+
+// The cases of the plan this run runs: those --case names (default: all), then --shard's part.
+std::vector<AttentionCase> cases_to_run(const HarnessOptions& options, const RunPlan& plan) {
+  std::vector<AttentionCase> cases = select_cases(plan.matrix, options.case_ids);
+  if (!options.shard.empty()) cases = cases_of_shard(cases, parse_shard(options.shard));
+  return cases;
+}
+
+// The command that reruns one result's case alone, as this run ran it.
+std::string replay_command(const HarnessOptions& options, const RunSettings& settings,
+                           const RunPlan& plan, const CaseResult& result) {
+  ReplayCommand command = replay_command_for(settings);
+  const std::string& id = result.attention_case.id;
+  if (const auto file = plan.file_of_case.find(id); file != plan.file_of_case.end()) {
+    command.replay = file->second.string();
+  } else {
+    command.configs = options.configs;  // empty: the built-in matrix, fuzz_attention's default
+  }
+  command.case_id = id;
+  command.kernel = result.kernel_name;
+  command.plant = result.plant;
+  return replay_command_line(command);
+}
+
+using ReplayOf = std::function<std::string(const CaseResult&)>;
+
+// One line of JSON per replayed case: the case and its verdict.
+void print_replayed_case(std::ostream& out, const CaseResult& result) {
+  nlohmann::json line = {{"id", result.attention_case.id},
+                         {"case", case_keys_to_json(result.attention_case)},
+                         {"kernel", result.kernel_name},
+                         {"status", std::string(case_status_name(result.status))},
+                         {"reason", result.reason}};
+  if (result.ran) line["error_ratio"] = result.comparison.error_ratio;
+  out << "    " << json_text(line) << "\n";
+}
+
+// --save-cases DIR: the selected cases as binary case files, named after their ids.
+int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::path& folder) {
+  std::filesystem::create_directories(folder);
+  int saved = 0;
+  for (const AttentionCase& attention_case : cases) {
+    std::string why;
+    const std::optional<std::vector<std::uint8_t>> bytes = encode_case(attention_case, &why);
+    if (!bytes) {
+      std::cout << "skipped " << attention_case.id << ": " << why << "\n";
+      continue;
+    }
+    std::string name = attention_case.id;
+    std::replace(name.begin(), name.end(), '/', '_');
+    write_file_atomically(folder / name, std::string(bytes->begin(), bytes->end()));
+    ++saved;
+  }
+  std::cout << "saved " << saved << " of " << cases.size() << " cases to " << folder.string()
+            << "\n";
+  return kExitPass;
+}
+
+int describe(const std::filesystem::path& path) {
+  for (const AttentionCase& attention_case : load_case_file(path)) {
+    std::cout << case_to_matrix_text(
+        attention_case, attention_case.id.empty() ? path.filename().string() : attention_case.id);
+  }
+  return kExitPass;
+}
+
+std::vector<Property> selected_properties(const HarnessOptions& options) {
+  std::vector<Property> selected;
+  for (const std::string& name : options.property_names) {
+    const std::optional<Property> property = parse_property(name);
+    if (!property) {
+      throw HarnessError("--property: unknown property '" + name +
+                         "' (fuzz_attention --list-properties lists them)");
+    }
+    selected.push_back(*property);
+  }
+  return selected;
+}
+
+// --properties --replay FILE: checks the selected properties (default: all) on saved cases.
+int replay_properties(const HarnessOptions& options, const RunSettings& settings) {
+  std::vector<Property> selected = selected_properties(options);
+  if (selected.empty()) {
+    for (const PropertyInfo& info : kProperties) selected.push_back(info.property);
+  }
+  const RunPlan plan = replay_plan(options.replay);
+  int failed = 0;
+  for (const AttentionCase& attention_case : select_cases(plan.matrix, options.case_ids)) {
+    for (Property property : selected) {
+      const std::optional<std::string> failure = check_property(property, attention_case, settings);
+      std::cout << (failure ? "FAIL " : "PASS ") << kProperties[static_cast<int>(property)].name
+                << " " << attention_case.id << " " << case_keys_to_json(attention_case).dump()
+                << "\n";
+      if (failure) {
+        std::cout << "    reason: " << printable_text(*failure, KeptControls::tab_and_newline)
+                  << "\n";
+      }
+      failed += failure ? 1 : 0;
+    }
+  }
+  std::cout << (selected.size() * plan.matrix.cases.size() - failed) << " passed, " << failed
+            << " failed, 0 skipped\n";
+  return failed ? kExitFail : kExitPass;
+}
+
+int search_properties(const HarnessOptions& options, const RunSettings& settings) {
+  if (!(options.budget > 0.0)) throw HarnessError("--budget: must be a positive number of seconds");
+  PropertySettings search;
+  search.run = settings;
+  search.budget_seconds = options.budget;
+  search.seed = options.seed;
+  search.properties = selected_properties(options);
+  search.regressions_dir = options.regressions;
+  search.stop_at_first_failure = options.fail_fast;
+  std::cout << "fuzz_attention --properties: " << options.budget << " s budget, seed "
+            << options.seed << ", kernel " << CaseRunner(settings).kernel_for(AttentionCase{})
+            << ", plant " << options.plant << "\n";
+  const std::vector<PropertyOutcome> outcomes = run_properties(search, std::cout);
+  int failed = 0;
+  std::cout << "\n";
+  for (const PropertyOutcome& outcome : outcomes) {
+    const bool broken = outcome.minimal_case.has_value();
+    failed += broken ? 1 : 0;
+    std::printf("%s %-28s %6d cases %8.2f s%s\n", broken ? "FAIL" : "PASS",
+                std::string(kProperties[static_cast<int>(outcome.property)].name).c_str(),
+                outcome.tests, outcome.seconds, broken ? "  (minimal case saved)" : "");
+  }
+  std::cout << (outcomes.size() - failed) << " passed, " << failed << " failed, 0 skipped\n";
+  return failed ? kExitFail : kExitPass;
+}
+
+void list_properties(std::ostream& out) {
+  for (const PropertyInfo& info : kProperties) out << info.name << ": " << info.sentence << "\n";
+}
+
+// --properties: the search, or with --replay the check of saved cases.
+int run_property_mode(const HarnessOptions& options, const RunSettings& settings) {
+  CaseRunner(settings).validate(AttentionCase{});  // the kernel exists and carries the plant
+  return options.replay.empty() ? search_properties(options, settings)
+                                : replay_properties(options, settings);
+}
+
+// The cases could not run here (no GPU, kernel not built, out of memory): with --fail-on-skip
+// they fail the run. A case its kernel declares unsupported stays an ordinary skip.
+void apply_fail_on_skip(RunReport& report, std::ostream& out) {
+  const auto unavailable =
+      std::count_if(report.results.begin(), report.results.end(), [](const CaseResult& result) {
+        return result.status == CaseStatus::skip && result.skip_cause == SkipCause::unavailable;
+      });
+  if (unavailable == 0) return;
+  out << "--fail-on-skip: " << unavailable << " case(s) could not run here\n";
+  report.summary.exit_code = kExitFail;
+}
+
+// "0,1" -> {"0", "1"}: the GPUs for --devices.
+std::vector<std::string> parse_devices(const std::string& list) {
+  std::vector<std::string> devices;
+  std::size_t start = 0;
+  while (start <= list.size() && !list.empty()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string device = list.substr(start, end - start);
+    if (device.empty() || device.find_first_not_of("0123456789") != std::string::npos) {
+      throw HarnessError("--devices: expected GPU indices separated by commas (e.g. 0,1), got '" +
+                         list + "'");
+    }
+    devices.push_back(device);
+    start = end + 1;
+  }
+  return devices;
+}
+
+// How this run's cases run: in workers (this same binary, with --worker) or in this process,
+// streamed where, resumed from where.
+CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char** argv) {
+  CaseRunSettings settings;
+  settings.in_process = options.in_process;
+  settings.fail_fast = options.fail_fast;
+  settings.stream = options.stream;
+  if (!options.resume.empty()) {
+    if (!options.stream.empty() && options.stream != options.resume) {
+      throw HarnessError("--resume appends to the stream it reads; --stream names another file");
+    }
+    if (!std::filesystem::exists(options.resume)) {
+      throw HarnessError("--resume: no such file: " + options.resume);
+    }
+    settings.resume = options.resume;
+    settings.stream = options.resume;
+  }
+  if (!(options.case_timeout >= 0.0)) throw HarnessError("--case-timeout: must be >= 0 seconds");
+  if (options.memory_limit < 0) throw HarnessError("--memory-limit: must be >= 0 MiB");
+  WorkerPoolSettings& workers = settings.workers;
+  workers.devices = parse_devices(options.devices);
+  workers.case_timeout_seconds = options.case_timeout;
+  workers.memory_limit_bytes = options.memory_limit > 0
+                                   ? options.memory_limit << 20
+                                   : default_worker_memory_limit(static_cast<int>(
+                                         std::max<std::size_t>(workers.devices.size(), 1)));
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  workers.command.push_back(error ? std::string(argv[0]) : self.string());
+  for (int index = 1; index < argc; ++index) workers.command.emplace_back(argv[index]);
+  workers.command.emplace_back("--worker");
+  return settings;
+}
+
+// --threads and --kernel-lib: the set-up of this process that every mode shares (a plugin's kernel
+// is listed by --list-kernels too). Returns the name of the plugin's kernel, or "".
+std::string set_up_kernels(const HarnessOptions& options) {
+  apply_thread_count(options.threads);
+  return load_kernel_lib(options.kernel_lib);
+}
+
+// The report of a run about to start: where it runs, which matrix, when.
+RunReport start_report(const CaseMatrix& matrix, const RunSettings& settings) {
+  RunReport report;
+  report.environment = describe_environment(backend_name(settings.backend));
+  report.summary.matrix_name = matrix.name;
+  report.summary.matrix_source = matrix.source;
+  report.summary.started_at = utc_timestamp();
+  return report;
+}
+
+// The line that opens a matrix run's output: how many cases, from where, run how.
+void print_run_header(std::ostream& out, const HarnessOptions& options, std::size_t case_count,
+                      const RunReport& report, const CaseRunSettings& case_run) {
+  out << "fuzz_attention: " << case_count << " cases from " << report.summary.matrix_source
+      << ", backend " << options.backend << " (" << report.environment.cuda << "), "
+      << report.environment.threads << " threads, plant " << options.plant << ", "
+      << (case_run.in_process
+              ? std::string("in this process")
+              : std::to_string(std::max<std::size_t>(case_run.workers.devices.size(), 1)) +
+                    " worker process(es)")
+      << "\n";
+}
+
+// Runs the cases, printing each result's table row as it finishes (with --quiet only failures and
+// skips; replayed cases also as JSON) and, on a terminal, a progress line on stderr.
+CaseRunOutcome run_showing_progress(const HarnessOptions& options, const CaseRunner& runner,
+                                    const std::vector<AttentionCase>& cases,
+                                    const CaseRunSettings& case_run) {
+  if (!options.quiet) write_table_header(std::cout);
+  const bool replaying = !options.replay.empty();
+  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  std::size_t finished = 0;
+  CaseRunOutcome outcome = run_cases(runner, cases, case_run, [&](const CaseResult& result) {
+    ++finished;
+    if (show_progress) std::cerr << "\r\033[K" << std::flush;
+    if (!options.quiet || result.status != CaseStatus::pass) write_table_row(std::cout, result);
+    if (replaying) print_replayed_case(std::cout, result);
+    std::cout.flush();
+    if (show_progress) {
+      std::cerr << "[" << finished << "/" << cases.size() << "] " << result.attention_case.id
+                << std::flush;
+    }
+  });
+  if (show_progress) std::cerr << "\r\033[K" << std::flush;
+  if (outcome.resumed > 0) {
+    std::cout << "resumed " << outcome.resumed << " finished cases from " << options.resume << "\n";
+  }
+  return outcome;
+}
+
+// Runs the cases and returns the summarized report (its exit code included).
+RunReport run_and_report(const HarnessOptions& options, const RunPlan& plan,
+                         const CaseRunner& runner, const std::vector<AttentionCase>& cases,
+                         const CaseRunSettings& case_run) {
+  RunReport report = start_report(plan.matrix, runner.settings());
+  const auto started = std::chrono::steady_clock::now();
+  print_run_header(std::cout, options, cases.size(), report, case_run);
+  report.results = run_showing_progress(options, runner, cases, case_run).results;
+  report.summary.wall_seconds = seconds_since(started);
+  summarize(report);
+  if (options.fail_on_skip) apply_fail_on_skip(report, std::cout);
+  return report;
+}
+
+// Under "replay a failing case:", the command that replays each failing case.
+void print_replay_commands(std::ostream& out, const RunReport& report, const ReplayOf& replay_of) {
+  bool first_failure = true;
+  for (const CaseResult& result : report.results) {
+    if (result.status != CaseStatus::fail) continue;
+    if (first_failure) out << "\nreplay a failing case:\n";
+    first_failure = false;
+    out << "  " << replay_of(result) << "\n";
+  }
+}
+
+// --json, --junit, --markdown, --html: each report file asked for, written atomically.
+void write_report_files(const HarnessOptions& options, const RunReport& report,
+                        const ReplayOf& replay_of) {
+  if (!options.json.empty()) {
+    write_file_atomically(options.json, json_text(run_to_json(report), 2) + "\n");
+  }
+  if (!options.junit.empty()) write_file_atomically(options.junit, run_to_junit_xml(report));
+  if (!options.markdown.empty()) {
+    write_file_atomically(options.markdown, run_to_markdown(report, replay_of));
+  }
+  if (!options.html.empty()) write_file_atomically(options.html, run_to_html(report));
+}
+
+// The matrix run (or --replay of case files): reads the plan, then saves its cases (--save-cases),
+// serves them (--worker) or runs them and prints and writes the reports.
+int run_matrix(const HarnessOptions& options, const RunSettings& settings, int argc, char** argv) {
+  const RunPlan plan = plan_of(options);
+  const std::vector<AttentionCase> cases = cases_to_run(options, plan);
+  if (!options.save_cases.empty()) return save_cases(cases, options.save_cases);
+  const CaseRunner runner(settings);
+  // A worker rebuilds the same case list from the same arguments and runs what it is sent.
+  if (options.worker) return serve_cases(runner, cases);
+  for (const AttentionCase& attention_case : cases) runner.validate(attention_case);
+  const CaseRunSettings case_run = case_run_settings(options, argc, argv);
+
+  const RunReport report = run_and_report(options, plan, runner, cases, case_run);
+  const ReplayOf replay_of = [&](const CaseResult& result) {
+    return replay_command(options, settings, plan, result);
+  };
+  print_replay_commands(std::cout, report, replay_of);
+  std::cout << "\n";
+  write_table_summary(std::cout, report);
+  write_report_files(options, report, replay_of);
+  return report.summary.exit_code;
+}
+
+int run(int argc, char** argv) {
+  const HarnessOptions options = parse_harness_options(argc, argv);
+  const std::string plugin_kernel = set_up_kernels(options);
+  if (options.list_kernels) {
+    list_kernels(std::cout);
+    return kExitPass;
+  }
+  const RunSettings settings = run_settings_of(options, plugin_kernel);
+  if (!options.describe.empty()) return describe(options.describe);
+  if (options.list_properties) {
+    list_properties(std::cout);
+    return kExitPass;
+  }
+  if (options.properties) return run_property_mode(options, settings);
+  return run_matrix(options, settings, argc, argv);
+}
+
+}  // namespace
+}  // namespace attnfuzz
+
+int main(int argc, char** argv) {
+  try {
+    return attnfuzz::run(argc, argv);
+  } catch (const attnfuzz::HarnessError& error) {
+    std::cerr << "fuzz_attention: error: " << error.what() << "\n";
+  } catch (const std::exception& error) {
+    std::cerr << "fuzz_attention: internal error: " << error.what() << "\n";
+  }
+  return attnfuzz::kExitHarnessError;
+}

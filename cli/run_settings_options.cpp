@@ -1,0 +1,59 @@
+#include "cli/run_settings_options.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include "core/harness_error.h"
+#include "core/parallel_for.h"
+#include "kernels/plugin_kernel.h"
+
+namespace attnfuzz {
+
+Backend parse_backend(std::string_view name) {
+  for (Backend backend : {Backend::auto_select, Backend::cpu, Backend::cuda}) {
+    if (backend_name(backend) == name) return backend;
+  }
+  throw HarnessError("--backend: unknown backend '" + std::string(name) + "' (auto, cpu or cuda)");
+}
+
+OracleChoice parse_oracle(std::string_view name) {
+  for (OracleChoice choice : {OracleChoice::auto_select, OracleChoice::cpu, OracleChoice::cuda}) {
+    if (oracle_choice_name(choice) == name) return choice;
+  }
+  throw HarnessError("--oracle: unknown oracle '" + std::string(name) + "' (auto, cpu or cuda)");
+}
+
+PlantedBug parse_plant(std::string_view name) {
+  const std::optional<PlantedBug> plant = parse_planted_bug(name);
+  if (!plant) {
+    throw HarnessError("--plant: unknown planted bug '" + std::string(name) +
+                       "' (fuzz_attention --list-kernels lists each kernel's plants)");
+  }
+  return *plant;
+}
+
+void apply_thread_count(int threads) {
+  if (threads < 0) throw HarnessError("--threads: must be >= 0");
+  set_default_thread_count(threads);
+}
+
+std::string load_kernel_lib(const std::string& path) {
+  if (path.empty()) return "";
+  try {
+    return std::string(load_plugin_kernel(path).name());
+  } catch (const std::runtime_error& error) {
+    throw HarnessError(std::string("--kernel-lib: ") + error.what());
+  }
+}
+
+RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel) {
+  RunSettings settings;
+  settings.backend = parse_backend(options.backend);
+  settings.oracle = parse_oracle(options.oracle);
+  settings.plant = parse_plant(options.plant);
+  settings.kernel = options.kernel.empty() ? plugin_kernel : options.kernel;
+  settings.kernel_lib = options.kernel_lib;
+  return settings;
+}
+
+}  // namespace attnfuzz

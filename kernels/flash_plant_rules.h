@@ -1,0 +1,174 @@
+// The rules of the FlashAttention-2 forward pass that planted bugs bend, written once for both
+// twins: the CPU twin (cpu_flash.cpp) and the CUDA kernel (cuda_flash.cu) call these, so a plant
+// cannot drift between them. Each function takes the problem's values and the plant and returns
+// the value the kernel uses: the correct one, or the one the plant's real-world slip produces.
+//
+// Only integer arithmetic and selections live here; every float operation (products, sums,
+// maxima, exp) stays in the kernels, whose compilers order and contract them in their own way.
+// Plants that only a GPU can have (missing_syncthreads, write_past_output_end) stay in the CUDA
+// kernel.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/planted_bug.h"
+
+#if defined(__CUDACC__)
+#define ATTNFUZZ_HOST_DEVICE __host__ __device__
+#else
+#define ATTNFUZZ_HOST_DEVICE
+#endif
+
+namespace attnfuzz {
+
+// ---- where a tile lies in the tensors ----
+
+// Query tiles of block_m rows over seq_len_q rows: a ceiling division.
+// partial_last_query_tile_unwritten floors it, leaving the last partial tile unwritten.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t query_tile_count(std::int64_t seq_len_q,
+                                                          std::int64_t block_m, PlantedBug plant) {
+  return plant == PlantedBug::partial_last_query_tile_unwritten
+             ? seq_len_q / block_m
+             : (seq_len_q + block_m - 1) / block_m;
+}
+
+// The K/V head that query head `head` reads: query heads are grouped, kv head h serving the
+// group_size (heads / kv_heads) consecutive query heads from h * group_size on.
+// gqa_modulo interleaves them instead.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t kv_head_of_query_head(std::int64_t head,
+                                                               std::int64_t kv_heads,
+                                                               std::int64_t group_size,
+                                                               PlantedBug plant) {
+  return plant == PlantedBug::gqa_modulo ? head % kv_heads : head / group_size;
+}
+
+// Elements from a tensor's start to the start of batch `batch`: the tensor's batch stride.
+// batch_stride_unpadded steps by the compact size of one batch (seq_len x heads x head_dim),
+// which is wrong for padded rows and for layouts other than batch-outermost.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t batch_offset(std::int64_t batch, std::int64_t batch_stride,
+                                                      std::int64_t seq_len, std::int64_t heads,
+                                                      std::int64_t head_dim, PlantedBug plant) {
+  return batch *
+         (plant == PlantedBug::batch_stride_unpadded ? seq_len * heads * head_dim : batch_stride);
+}
+
+// Rows of a tile of `block` rows from `first_row` that lie before `end`: block, or fewer in a
+// partial last tile. Query tiles end at seq_len_q, key tiles at last_key_tile_end(); later rows of
+// a tile are never read.
+ATTNFUZZ_HOST_DEVICE inline int rows_in_tile(std::int64_t first_row, int block, std::int64_t end) {
+  const std::int64_t remaining = end - first_row;
+  return static_cast<int>(remaining < block ? remaining : block);
+}
+
+// ---- the causal mask and the keys a query tile reads ----
+
+// How far past its own index a query row sees under the causal mask: row i sees key j iff
+// j <= i + offset. The mask is aligned bottom-right (offset seq_len_k - seq_len_q, as
+// FlashAttention). causal_top_left drops that shift; causal_off_by_one sees one key more.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t causal_diagonal_offset(std::int64_t seq_len_q,
+                                                                std::int64_t seq_len_k,
+                                                                PlantedBug plant) {
+  const std::int64_t alignment = plant == PlantedBug::causal_top_left ? 0 : seq_len_k - seq_len_q;
+  const std::int64_t slack = plant == PlantedBug::causal_off_by_one ? 1 : 0;
+  return alignment + slack;
+}
+
+// Keys a query tile of `rows` rows from `first_row` needs: all seq_len_k of them, or (causal) those
+// up to the last visible key of its last row, clamped to [0, seq_len_k].
+ATTNFUZZ_HOST_DEVICE inline std::int64_t keys_needed_by_query_tile(std::int64_t first_row, int rows,
+                                                                   std::int64_t diagonal_offset,
+                                                                   bool causal,
+                                                                   std::int64_t seq_len_k) {
+  if (!causal) return seq_len_k;
+  const std::int64_t through_diagonal = first_row + rows - 1 + diagonal_offset + 1;
+  if (through_diagonal < 0) return 0;
+  return through_diagonal < seq_len_k ? through_diagonal : seq_len_k;
+}
+
+// Key tiles of block_n rows that cover keys_needed keys: a ceiling division.
+// drop_last_key_tile floors it, skipping the last, partial key tile.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t key_tile_count(std::int64_t keys_needed, int block_n,
+                                                        PlantedBug plant) {
+  return plant == PlantedBug::drop_last_key_tile ? keys_needed / block_n
+                                                 : (keys_needed + block_n - 1) / block_n;
+}
+
+// Where the keys the tiles read and use end (keys from here on are masked): at seq_len_k.
+// read_past_seq_len_k lets the last key tile run to its full block_n rows.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t last_key_tile_end(std::int64_t seq_len_k,
+                                                           std::int64_t key_tiles, int block_n,
+                                                           PlantedBug plant) {
+  return plant == PlantedBug::read_past_seq_len_k ? key_tiles * block_n : seq_len_k;
+}
+
+// The last key that query row `query_row` may see: the causal diagonal (its offset from
+// causal_diagonal_offset), or without the causal mask the last key the tiles use.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t last_visible_key_of_row(std::int64_t query_row,
+                                                                 std::int64_t diagonal_offset,
+                                                                 bool causal,
+                                                                 std::int64_t key_end) {
+  return causal ? query_row + diagonal_offset : key_end - 1;
+}
+
+// Whether column `col` of a key tile from first_key takes part in a row's softmax: it holds a key
+// (col < keys_in_tile, from rows_in_tile) that the row may see.
+ATTNFUZZ_HOST_DEVICE inline bool key_is_visible(int col, int keys_in_tile, std::int64_t first_key,
+                                                std::int64_t last_visible_key) {
+  return col < keys_in_tile && first_key + col <= last_visible_key;
+}
+
+// ---- the online softmax ----
+
+// The scale applied to Q K^T: the problem's, rounded to fp32 by the caller.
+// scale_hardcoded_64 uses 1/sqrt(64) whatever the head_dim and the requested scale.
+ATTNFUZZ_HOST_DEVICE inline float applied_softmax_scale(float problem_scale, PlantedBug plant) {
+  return plant == PlantedBug::scale_hardcoded_64 ? 0.125f : problem_scale;
+}
+
+// The running row maximum before the first key tile: -inf, so any score replaces it.
+// running_max_init_zero starts at 0, so rows whose scores are all far below 0 underflow.
+ATTNFUZZ_HOST_DEVICE inline float initial_running_max(PlantedBug plant) {
+  return plant == PlantedBug::running_max_init_zero ? 0.0f : -INFINITY;
+}
+
+// The running row maximum after a key tile, given max(old maximum, tile maximum) as the kernel
+// computes it. no_max_subtraction keeps it at 0: scores are exponentiated unshifted.
+ATTNFUZZ_HOST_DEVICE inline float new_running_max(float grown_max, PlantedBug plant) {
+  return plant == PlantedBug::no_max_subtraction ? 0.0f : grown_max;
+}
+
+// Whether the output accumulator is multiplied by exp(m_old - m_new) when the maximum moves.
+// skip_rescale forgets to.
+ATTNFUZZ_HOST_DEVICE inline bool rescales_accumulator(PlantedBug plant) {
+  return plant != PlantedBug::skip_rescale;
+}
+
+// Whether key tile `key_tile` of key_tiles adds its sum to the row sum before the final division.
+// stale_row_sum leaves out the last tile's.
+ATTNFUZZ_HOST_DEVICE inline bool adds_tile_to_row_sum(std::int64_t key_tile, std::int64_t key_tiles,
+                                                      PlantedBug plant) {
+  return plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles;
+}
+
+// Whether the P V accumulator is rounded to the input dtype after every key tile, as an
+// fp16-accumulate MMA would (pv_fp16_accumulation); correct kernels keep it in fp32.
+ATTNFUZZ_HOST_DEVICE inline bool rounds_accumulator_every_key_tile(PlantedBug plant) {
+  return plant == PlantedBug::pv_fp16_accumulation;
+}
+
+// ---- the output ----
+
+// Whether a row saw no key: its row sum is not positive (0, or NaN).
+ATTNFUZZ_HOST_DEVICE inline bool row_saw_no_key(float row_sum) {
+  return !(row_sum > 0.0f);
+}
+
+// The output element from accumulator x (1 / row sum): 0 for a row that saw no key.
+// masked_row_nan keeps the quotient there: 0 x (1 / 0) is NaN.
+ATTNFUZZ_HOST_DEVICE inline float output_value(float normalised, bool saw_no_key,
+                                               PlantedBug plant) {
+  return saw_no_key && plant != PlantedBug::masked_row_nan ? 0.0f : normalised;
+}
+
+}  // namespace attnfuzz

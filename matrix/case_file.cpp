@@ -1,0 +1,38 @@
+#include "matrix/case_file.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "case/case_codec.h"
+#include "core/file_io.h"
+#include "core/harness_error.h"
+#include "matrix/matrix_file.h"
+
+namespace attnfuzz {
+
+std::vector<AttentionCase> load_case_file(const std::filesystem::path& path) {
+  const std::string text = read_file(path);
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()),
+                                            text.size());
+  if (starts_with_case_magic(bytes)) {
+    std::string why;
+    std::optional<AttentionCase> decoded = decode_case(bytes, &why);
+    if (!decoded) throw HarnessError(path.string() + ": " + why);
+    decoded->id = path.filename().string();
+    return {*decoded};
+  }
+  const auto first = std::find_if(text.begin(), text.end(), [](char c) {
+    return c != ' ' && c != '\n' && c != '\r' && c != '\t';
+  });
+  if (first == text.end() || *first != '{') {
+    throw HarnessError(path.string() +
+                       ": neither a binary case (starting \"AFZ\") nor a JSON matrix file");
+  }
+  return load_matrix_file(path).cases;
+}
+
+}  // namespace attnfuzz

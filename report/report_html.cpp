@@ -1,0 +1,611 @@
+// The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched) with
+// the verdict, an error_ratio heatmap over the S x B x H grid for each kernel and dtype, the
+// failures, the skips by reason and the environment. Every piece of text from the report is
+// escaped and the markup is well-formed XML, so the page also parses as XHTML.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/number_text.h"
+#include "core/text.h"
+#include "report/report_writers.h"
+
+namespace attnfuzz {
+namespace {
+
+// The colour scale. Passing cells run from cool (error_ratio at or below kPassScaleFloor) to warm
+// (error_ratio 1, the limit); failing cells are red, darker the further past 1, up to
+// kFailScaleCeiling. Both halves are logarithmic.
+constexpr double kPassScaleFloor = 1e-2;
+constexpr double kFailScaleCeiling = 1e4;
+
+// Cell geometry of the heatmap panels, in pixels.
+constexpr int kCellWidth = 74;
+constexpr int kCellHeight = 32;
+constexpr int kCellGap = 3;
+constexpr int kPanelTitleHeight = 22;
+constexpr int kColumnHeaderHeight = 20;
+constexpr int kLabelCharWidth = 8;  // of the 12 px label font, generously
+constexpr int kMaxCasesInTooltip = 20;
+constexpr int kScaleBarWidth = 240;  // each half of the legend's colour scale
+constexpr std::size_t kMaxReasonInTooltip = 200;
+
+// Text for XML, in content and in attributes alike: printable (control characters other than tab
+// and line breaks cannot appear in XML 1.0 at all, escaped or not, and bytes that are not UTF-8
+// become U+FFFD, so the page stays well-formed), then the markup characters as entities.
+std::string escape(std::string_view text) {
+  std::string escaped;
+  escaped.reserve(text.size());
+  for (const char c : printable_text(text, KeptControls::tab_newline_and_return)) {
+    switch (c) {
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      case '\'':
+        escaped += "&#39;";
+        break;
+      default:
+        escaped += c;
+    }
+  }
+  return escaped;
+}
+
+// At most two significant digits and a short exponent ("0.21", "3.6e4"), to fit in a cell.
+std::string short_figure(double value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "NaN" : "inf";
+  if (value == 0.0) return "0";
+  const double magnitude = std::fabs(value);
+  if (magnitude >= 0.01 && magnitude < 100.0) return significant_digits(value, 2);
+  int exponent = static_cast<int>(std::floor(std::log10(magnitude)));
+  double mantissa = std::round(value / std::pow(10.0, exponent) * 10.0) / 10.0;
+  if (std::fabs(mantissa) >= 10.0) {  // 9.96 rounds up to the next power of ten
+    mantissa /= 10.0;
+    ++exponent;
+  }
+  std::string text = fixed_decimals(mantissa, 1);
+  if (text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+  return text + "e" + std::to_string(exponent);
+}
+
+struct Colour {
+  double red, green, blue;  // 0..255
+};
+
+std::string hex(const Colour& colour) {
+  char text[8];
+  std::snprintf(text, sizeof text, "#%02x%02x%02x", static_cast<int>(std::lround(colour.red)),
+                static_cast<int>(std::lround(colour.green)),
+                static_cast<int>(std::lround(colour.blue)));
+  return text;
+}
+
+// Piecewise-linear interpolation through evenly spaced anchors, position in [0, 1].
+Colour along(const std::vector<Colour>& anchors, double position) {
+  position = std::clamp(position, 0.0, 1.0) * static_cast<double>(anchors.size() - 1);
+  const std::size_t index = std::min(static_cast<std::size_t>(position), anchors.size() - 2);
+  const double t = position - static_cast<double>(index);
+  const Colour& a = anchors[index];
+  const Colour& b = anchors[index + 1];
+  return {a.red + (b.red - a.red) * t, a.green + (b.green - a.green) * t,
+          a.blue + (b.blue - a.blue) * t};
+}
+
+// Where a passing error_ratio sits on the pass half of the scale: 0 at the floor, 1 at 1.
+double pass_position(double error_ratio) {
+  if (!(error_ratio > kPassScaleFloor)) return 0.0;
+  return std::log10(std::min(error_ratio, 1.0) / kPassScaleFloor) / -std::log10(kPassScaleFloor);
+}
+
+// Where a failing error_ratio sits on the fail half: 0 at 1, 1 at the ceiling and beyond (also
+// for a failure with no finite figure: not run, NaN).
+double fail_position(double error_ratio) {
+  if (std::isnan(error_ratio)) return 1.0;
+  if (!(error_ratio > 1.0)) return 0.0;
+  return std::min(1.0, std::log10(error_ratio) / std::log10(kFailScaleCeiling));
+}
+
+// Deep blue through teal and green to yellow: cool far below the limit, warm near it.
+Colour pass_colour(double error_ratio) {
+  static const std::vector<Colour> anchors = {
+      {49, 54, 149}, {44, 123, 182}, {33, 161, 140}, {120, 198, 98}, {240, 220, 60}};
+  return along(anchors, pass_position(error_ratio));
+}
+
+// Red, darker the further past the limit: no passing colour comes near it.
+Colour fail_colour(double error_ratio) {
+  static const std::vector<Colour> anchors = {{232, 72, 85}, {190, 20, 60}, {110, 0, 40}};
+  return along(anchors, fail_position(error_ratio));
+}
+
+const Colour kSkipColour = {214, 214, 214};
+
+// Whether text drawn on this colour should be white (WCAG relative luminance, sRGB).
+bool is_dark(const Colour& colour) {
+  const auto linear = [](double channel) {
+    channel /= 255.0;
+    return channel <= 0.04045 ? channel / 12.92 : std::pow((channel + 0.055) / 1.055, 2.4);
+  };
+  const double luminance =
+      0.2126 * linear(colour.red) + 0.7152 * linear(colour.green) + 0.0722 * linear(colour.blue);
+  return luminance < 0.30;
+}
+
+// The figure a case is ranked and coloured by: error_ratio when it ran, NaN when it has none.
+double ratio_of(const CaseResult& result) {
+  return result.ran ? result.comparison.error_ratio : std::nan("");
+}
+
+// Whether `a` is worse than `b`: a failure over a pass over a skip; among failures a missing or
+// non-finite figure first, then the larger error_ratio.
+bool is_worse(const CaseResult& a, const CaseResult& b) {
+  const auto rank = [](CaseStatus status) {
+    return status == CaseStatus::fail ? 2 : status == CaseStatus::pass ? 1 : 0;
+  };
+  if (rank(a.status) != rank(b.status)) return rank(a.status) > rank(b.status);
+  const double ratio_a = ratio_of(a);
+  const double ratio_b = ratio_of(b);
+  const bool unknown_a = !std::isfinite(ratio_a);
+  const bool unknown_b = !std::isfinite(ratio_b);
+  if (unknown_a != unknown_b) return a.status == CaseStatus::fail ? unknown_a : unknown_b;
+  return ratio_a > ratio_b;
+}
+
+// One grid point of a panel: every case with this kernel, dtype, heads, seq lens and batch.
+struct GridCell {
+  std::vector<const CaseResult*> cases;
+
+  const CaseResult& worst() const {
+    return **std::min_element(
+        cases.begin(), cases.end(),
+        [](const CaseResult* a, const CaseResult* b) { return is_worse(*a, *b); });
+  }
+};
+
+using SeqLens = std::pair<std::int64_t, std::int64_t>;  // (seq_len_q, seq_len_k)
+
+// One heads value of a (kernel, dtype) group: rows are seq lens, columns batch sizes.
+struct Panel {
+  std::map<std::pair<SeqLens, std::int64_t>, GridCell> cells;  // by ((Sq, Sk), batch)
+  std::set<SeqLens> rows;
+  std::set<std::int64_t> columns;
+};
+
+struct GroupKey {
+  std::string kernel;
+  std::string plant;
+  Dtype dtype;
+  bool operator<(const GroupKey& other) const {
+    return std::tie(kernel, plant, dtype) < std::tie(other.kernel, other.plant, other.dtype);
+  }
+  // "cpu_flash", or "cpu_flash with plant causal_off_by_one" when a planted bug was on.
+  std::string kernel_and_plant() const {
+    return plant == "none" ? kernel : kernel + " with plant " + plant;
+  }
+};
+
+using Heatmap = std::map<GroupKey, std::map<std::int64_t, Panel>>;  // group -> heads -> panel
+
+Heatmap heatmap_of(const RunReport& report) {
+  Heatmap heatmap;
+  for (const CaseResult& result : report.results) {
+    const AttentionCase& attention_case = result.attention_case;
+    Panel& panel =
+        heatmap[{result.kernel_name, result.plant, attention_case.dtype}][attention_case.heads];
+    const SeqLens seq_lens{attention_case.seq_len_q, attention_case.seq_len_k};
+    panel.cells[{seq_lens, attention_case.batch}].cases.push_back(&result);
+    panel.rows.insert(seq_lens);
+    panel.columns.insert(attention_case.batch);
+  }
+  return heatmap;
+}
+
+std::string seq_lens_label(const SeqLens& seq_lens, bool show_both) {
+  if (!show_both) return std::to_string(seq_lens.first);
+  return std::to_string(seq_lens.first) + "→" + std::to_string(seq_lens.second);
+}
+
+// Length in characters as drawn: UTF-8 continuation bytes do not count.
+int drawn_length(std::string_view text) {
+  return static_cast<int>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+// One line of a cell's tooltip per case (worst first), with its figures and reason.
+std::string cell_tooltip(const GridCell& cell, const std::string& position) {
+  std::vector<const CaseResult*> cases = cell.cases;
+  std::stable_sort(cases.begin(), cases.end(),
+                   [](const CaseResult* a, const CaseResult* b) { return is_worse(*a, *b); });
+  std::string text = position + ": " + std::to_string(cases.size()) +
+                     (cases.size() == 1 ? " case" : " cases") + "\n";
+  int listed = 0;
+  for (const CaseResult* result : cases) {
+    if (listed++ == kMaxCasesInTooltip) {
+      text += "… and " + std::to_string(cases.size() - kMaxCasesInTooltip) + " more\n";
+      break;
+    }
+    text += result->attention_case.id + "  " + std::string(case_status_name(result->status));
+    if (result->ran)
+      text += "  error_ratio " + significant_digits(result->comparison.error_ratio, 3);
+    text += "  " + describe_case(result->attention_case) + "\n";
+    if (!result->reason.empty()) {
+      std::string reason = result->reason;
+      if (reason.size() > kMaxReasonInTooltip) {
+        std::size_t cut = kMaxReasonInTooltip;  // not inside a UTF-8 sequence
+        while (cut > 0 && (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) --cut;
+        reason = reason.substr(0, cut) + "…";
+      }
+      text += "    " + reason + "\n";
+    }
+  }
+  text.pop_back();
+  return text;
+}
+
+// A cell: its colour from the worst case, the worst figure inside, a failure marked with a cross
+// and a heavy outline, a skip hatched, and the number of cases when there is more than one.
+void write_cell(std::ostream& out, const GridCell& cell, const std::string& position, int x,
+                int y) {
+  const CaseResult& worst = cell.worst();
+  const double ratio = ratio_of(worst);
+  const std::string status(case_status_name(worst.status));
+  Colour fill = kSkipColour;
+  if (worst.status == CaseStatus::pass) fill = pass_colour(ratio);
+  if (worst.status == CaseStatus::fail) fill = fail_colour(ratio);
+  // Inline style, not the fill attribute: the style sheet's rule for svg text would win over it.
+  const std::string ink = is_dark(fill) ? "fill:#ffffff" : "fill:#1a1a1a";
+
+  out << "<g class=\"cell cell-" << status << "\" data-status=\"" << status << "\" data-cases=\""
+      << cell.cases.size() << "\" transform=\"translate(" << x << ',' << y << ")\">";
+  out << "<title>" << escape(cell_tooltip(cell, position)) << "</title>";
+  out << "<rect width=\"" << kCellWidth << "\" height=\"" << kCellHeight << "\" fill=\""
+      << hex(fill) << "\"";
+  if (worst.status == CaseStatus::fail) {
+    out << " stroke=\"#000000\" stroke-width=\"3\"";
+  } else {
+    out << " stroke=\"#ffffff\" stroke-width=\"1\"";
+  }
+  out << "/>";
+
+  const bool some_skipped =
+      worst.status != CaseStatus::skip &&
+      std::any_of(cell.cases.begin(), cell.cases.end(),
+                  [](const CaseResult* result) { return result->status == CaseStatus::skip; });
+  if (some_skipped) out << "<path class=\"some-skipped\" d=\"M0,0 H13 L0,13 Z\" fill=\"#9a9a9a\"/>";
+
+  std::string label;
+  if (worst.status == CaseStatus::skip) {
+    out << "<rect width=\"" << kCellWidth << "\" height=\"" << kCellHeight
+        << "\" fill=\"url(#skip-hatch)\"/>";
+    label = "skip";
+  } else if (worst.status == CaseStatus::fail) {
+    label = "✕ " + (worst.ran ? short_figure(ratio) : std::string("error"));
+  } else {
+    label = short_figure(ratio);
+  }
+  const bool several = cell.cases.size() > 1;
+  out << "<text class=\"cell-label\" x=\"" << (several ? kCellWidth / 2 - 6 : kCellWidth / 2)
+      << "\" y=\"" << kCellHeight / 2 + 4 << "\" style=\"" << ink << "\">" << escape(label)
+      << "</text>";
+  if (several) {
+    out << "<text class=\"cell-count\" x=\"" << kCellWidth - 3 << "\" y=\"" << kCellHeight - 4
+        << "\" style=\"" << ink << "\">×" << cell.cases.size() << "</text>";
+  }
+  out << "</g>";
+}
+
+void write_panel(std::ostream& out, const GroupKey& key, std::int64_t heads, const Panel& panel) {
+  const bool seq_lens_differ =
+      std::any_of(panel.rows.begin(), panel.rows.end(),
+                  [](const SeqLens& seq_lens) { return seq_lens.first != seq_lens.second; });
+  const std::string corner_label = seq_lens_differ ? "Sq→Sk" : "Sq";
+  int label_chars = drawn_length(corner_label);
+  for (const SeqLens& seq_lens : panel.rows) {
+    label_chars = std::max(label_chars, drawn_length(seq_lens_label(seq_lens, seq_lens_differ)));
+  }
+  const int label_width = label_chars * kLabelCharWidth + 14;
+  const int columns = static_cast<int>(panel.columns.size());
+  const int rows = static_cast<int>(panel.rows.size());
+  const int grid_top = kPanelTitleHeight + kColumnHeaderHeight;
+  const int width = std::max(label_width + columns * (kCellWidth + kCellGap), 150);
+  const int height = grid_top + rows * (kCellHeight + kCellGap);
+
+  out << "<figure class=\"panel\"><svg class=\"heatmap\" width=\"" << width << "\" height=\""
+      << height << "\" viewBox=\"0 0 " << width << ' ' << height << "\" role=\"img\">";
+  out << "<text class=\"panel-title\" x=\"0\" y=\"15\">H = " << heads << "</text>";
+  out << "<text class=\"axis-title\" x=\"" << label_width - 8 << "\" y=\"" << grid_top - 6
+      << "\" text-anchor=\"end\">" << escape(corner_label) << "</text>";
+  int column = 0;
+  for (const std::int64_t batch : panel.columns) {
+    out << "<text class=\"column-label\" x=\""
+        << label_width + column++ * (kCellWidth + kCellGap) + kCellWidth / 2 << "\" y=\""
+        << grid_top - 6 << "\">B=" << batch << "</text>";
+  }
+  int row = 0;
+  for (const SeqLens& seq_lens : panel.rows) {
+    const int y = grid_top + row++ * (kCellHeight + kCellGap);
+    const std::string row_label = seq_lens_label(seq_lens, seq_lens_differ);
+    out << "<text class=\"row-label\" x=\"" << label_width - 8 << "\" y=\""
+        << y + kCellHeight / 2 + 4 << "\">" << escape(row_label) << "</text>";
+    column = 0;
+    for (const std::int64_t batch : panel.columns) {
+      const int x = label_width + column++ * (kCellWidth + kCellGap);
+      const auto found = panel.cells.find({seq_lens, batch});
+      if (found == panel.cells.end()) {  // no case here: a faint outline keeps the grid legible
+        out << "<rect class=\"empty\" x=\"" << x + 1 << "\" y=\"" << y + 1 << "\" width=\""
+            << kCellWidth - 2 << "\" height=\"" << kCellHeight - 2
+            << "\" fill=\"none\" stroke=\"#d8d8d8\" stroke-dasharray=\"3 3\"/>";
+        continue;
+      }
+      const std::string position =
+          key.kernel_and_plant() + " " + std::string(dtype_name(key.dtype)) +
+          " H=" + std::to_string(heads) + " Sq=" + std::to_string(seq_lens.first) +
+          " Sk=" + std::to_string(seq_lens.second) + " B=" + std::to_string(batch);
+      write_cell(out, found->second, position, x, y);
+    }
+  }
+  out << "</svg></figure>\n";
+}
+
+struct Tick {
+  double error_ratio;
+  const char* label;
+};
+
+// One half of the colour scale as a gradient bar (`id` names its gradient), with its ticks below.
+// `ratio_at` maps a position along the bar (0..1) to an error_ratio, `position_of` back.
+void write_scale_bar(std::ostream& out, const char* id, int left, const char* title,
+                     Colour (*colour_of)(double error_ratio), double (*ratio_at)(double position),
+                     double (*position_of)(double error_ratio), std::initializer_list<Tick> ticks,
+                     bool outlined) {
+  constexpr int kBarHeight = 16;
+  constexpr int kStops = 20;  // the scales are piecewise linear in position: a few stops suffice
+  out << "<defs><linearGradient id=\"" << id << "\">";
+  for (int stop = 0; stop <= kStops; ++stop) {
+    const double position = static_cast<double>(stop) / kStops;
+    out << "<stop offset=\"" << fixed_decimals(position, 3) << "\" stop-color=\""
+        << hex(colour_of(ratio_at(position))) << "\"/>";
+  }
+  out << "</linearGradient></defs>";
+  out << "<text class=\"legend-title\" x=\"" << left << "\" y=\"13\">" << title << "</text>";
+  out << "<rect x=\"" << left << "\" y=\"20\" width=\"" << kScaleBarWidth << "\" height=\""
+      << kBarHeight << "\" fill=\"url(#" << id << ")\"/>";
+  if (outlined) {
+    out << "<rect x=\"" << left << "\" y=\"20\" width=\"" << kScaleBarWidth << "\" height=\""
+        << kBarHeight << "\" fill=\"none\" stroke=\"#000000\" stroke-width=\"2\"/>";
+  }
+  for (const Tick& tick : ticks) {
+    const std::string x = fixed_decimals(left + position_of(tick.error_ratio) * kScaleBarWidth, 1);
+    out << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"37\" y2=\"42\" stroke=\"#333333\"/>"
+        << "<text class=\"tick\" x=\"" << x << "\" y=\"55\">" << tick.label << "</text>";
+  }
+}
+
+// The legend: the pass half and the fail half of the colour scale, and the marks of a failing,
+// a skipped and a shared cell.
+void write_legend(std::ostream& out) {
+  constexpr int kPassLeft = 18;  // room for the first tick's label
+  constexpr int kFailLeft = kPassLeft + kScaleBarWidth + 40;
+  constexpr int kMarksLeft = kFailLeft + kScaleBarWidth + 44;
+  out << "<svg class=\"legend\" width=\"860\" height=\"100\" viewBox=\"0 0 860 100\" role=\"img\">";
+  write_scale_bar(
+      out, "pass-scale", kPassLeft, "pass: error_ratio ≤ 1, log scale", pass_colour,
+      [](double position) { return kPassScaleFloor * std::pow(1.0 / kPassScaleFloor, position); },
+      pass_position,
+      {{kPassScaleFloor, "≤0.01"}, {0.03, "0.03"}, {0.1, "0.1"}, {0.3, "0.3"}, {1.0, "1"}}, false);
+  write_scale_bar(
+      out, "fail-scale", kFailLeft, "fail: error_ratio &gt; 1 (or none)", fail_colour,
+      [](double position) { return std::pow(kFailScaleCeiling, position); }, fail_position,
+      {{1.0, "1"}, {10.0, "10"}, {100.0, "100"}, {1e3, "1e3"}, {kFailScaleCeiling, "≥1e4"}}, true);
+
+  const auto mark = [&](int row, const Colour& fill, bool outlined, bool hatched,
+                        const std::string& inside, const std::string& meaning) {
+    const int y = 2 + row * 24;
+    out << "<rect x=\"" << kMarksLeft << "\" y=\"" << y << "\" width=\"40\" height=\"20\" fill=\""
+        << hex(fill) << "\"";
+    if (outlined) out << " stroke=\"#000000\" stroke-width=\"3\"";
+    out << "/>";
+    if (hatched) {
+      out << "<rect x=\"" << kMarksLeft << "\" y=\"" << y
+          << "\" width=\"40\" height=\"20\" fill=\"url(#skip-hatch)\"/>";
+    }
+    out << "<text class=\"cell-label\" x=\"" << kMarksLeft + 20 << "\" y=\"" << y + 14
+        << "\" style=\"" << (is_dark(fill) ? "fill:#ffffff" : "fill:#1a1a1a") << "\">" << inside
+        << "</text><text class=\"legend-note\" x=\"" << kMarksLeft + 50 << "\" y=\"" << y + 14
+        << "\">" << meaning << "</text>";
+  };
+  mark(0, fail_colour(1e3), true, false, "✕", "failed: cross, heavy outline");
+  mark(1, kSkipColour, false, true, "skip", "skipped: grey, hatched");
+  mark(2, pass_colour(0.2), false, false, "×3", "3 cases here, the worst shown");
+  mark(3, pass_colour(0.2), false, false, "", "grey corner: some of them skipped");
+  out << "<path d=\"M" << kMarksLeft << ',' << 2 + 3 * 24 << " h13 l-13,13 Z\" fill=\"#9a9a9a\"/>";
+  out << "</svg>\n";
+}
+
+void write_heatmap(std::ostream& out, const RunReport& report) {
+  const Heatmap heatmap = heatmap_of(report);
+  out << "<section id=\"heatmap\"><h2>error_ratio by shape</h2>\n";
+  out << "<p class=\"note\">One panel per kernel, dtype and head count H; rows are sequence "
+         "lengths (Sq, or Sq→Sk where they differ), columns batch sizes B. A cell holds every case "
+         "at that point (other head dims, causal, data) and shows the worst; hover for the cases. "
+         "error_ratio is the largest error over what the tolerance allows: above 1 fails.</p>\n";
+  write_legend(out);
+  if (heatmap.empty()) out << "<p>No cases in this run.</p>\n";
+  for (const auto& [key, panels] : heatmap) {
+    int cases = 0;
+    for (const auto& [heads, panel] : panels) {
+      for (const auto& [position, cell] : panel.cells) cases += static_cast<int>(cell.cases.size());
+    }
+    out << "<h3>" << escape(key.kernel_and_plant()) << " · " << dtype_name(key.dtype)
+        << " <span class=\"note\">(" << cases << (cases == 1 ? " case" : " cases")
+        << ")</span></h3>\n<div class=\"panels\">\n";
+    for (const auto& [heads, panel] : panels) write_panel(out, key, heads, panel);
+    out << "</div>\n";
+  }
+  out << "</section>\n";
+}
+
+void write_failures(std::ostream& out, const RunReport& report) {
+  out << "<section id=\"failures\"><h2>Failures (" << report.summary.failed << ")</h2>\n";
+  if (report.summary.failed == 0) {
+    out << "<p>None.</p></section>\n";
+    return;
+  }
+  out << "<table class=\"failures\"><thead><tr><th>case</th><th>kernel</th>"
+         "<th>shape</th><th>error_ratio</th><th>failing elements</th><th>reason</th></tr>"
+         "</thead><tbody>\n";
+  for (const CaseResult& result : report.results) {
+    if (result.status != CaseStatus::fail) continue;
+    const Comparison& comparison = result.comparison;
+    out << "<tr class=\"failure\"><td class=\"case-id\">" << escape(result.attention_case.id)
+        << "</td><td class=\"kernel\">" << escape(result.kernel_name) << "</td><td class=\"shape\">"
+        << escape(describe_case(result.attention_case)) << "</td><td class=\"num\">"
+        << (result.ran ? significant_digits(comparison.error_ratio, 3) : std::string("-"))
+        << "</td><td class=\"num\">"
+        << (result.ran ? std::to_string(comparison.failing_elements) + " of " +
+                             std::to_string(comparison.elements)
+                       : std::string("-"))
+        << "</td><td class=\"reason\">" << escape(result.reason) << "</td></tr>\n";
+  }
+  out << "</tbody></table></section>\n";
+}
+
+void write_skips(std::ostream& out, const RunReport& report) {
+  const std::vector<std::pair<std::string, int>> reasons = skip_reasons_by_count(report);
+  out << "<section id=\"skips\"><h2>Skipped, by reason (" << report.summary.skipped << ")</h2>\n";
+  if (reasons.empty()) {
+    out << "<p>None.</p></section>\n";
+    return;
+  }
+  out << "<table class=\"skips\"><thead><tr><th>cases</th><th>reason</th></tr></thead><tbody>\n";
+  for (const auto& [reason, count] : reasons) {
+    out << "<tr><td class=\"num\">" << count << "</td><td class=\"reason\">"
+        << escape(reason.empty() ? "(no reason given)" : reason) << "</td></tr>\n";
+  }
+  out << "</tbody></table></section>\n";
+}
+
+void write_environment(std::ostream& out, const RunReport& report) {
+  const RunEnvironment& environment = report.environment;
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"harness version", environment.harness_version},
+      {"git commit", environment.git_commit},
+      {"compiler", environment.compiler},
+      {"build type", environment.build_type},
+      {"host CPU", environment.host_cpu},
+      {"threads", std::to_string(environment.threads)},
+      {"BLAS", environment.blas},
+      {"backend", environment.backend},
+      {"CUDA", environment.cuda},
+  };
+  out << "<section id=\"environment\"><h2>Environment</h2>\n<table class=\"environment\"><tbody>\n";
+  for (const auto& [name, value] : fields) {
+    out << "<tr><th>" << escape(name) << "</th><td>" << escape(value) << "</td></tr>\n";
+  }
+  out << "</tbody></table>\n<h3>Numerics</h3>\n<table class=\"environment\"><tbody>\n";
+  for (const auto& [name, value] : environment.numerics) {
+    out << "<tr><th>" << escape(name) << "</th><td>" << escape(value) << "</td></tr>\n";
+  }
+  out << "</tbody></table></section>\n";
+}
+
+// No '<' or '&' anywhere in here: the style sheet is XML character data as well.
+constexpr std::string_view kStyle = R"(
+body { font-family: "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; font-size: 14px;
+       color: #1a1a1a; margin: 24px 32px; max-width: 1340px; }
+h1 { font-size: 22px; margin: 0 0 8px 0; }
+h2 { font-size: 18px; margin: 28px 0 8px 0; border-bottom: 1px solid #cccccc; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 6px 0; }
+.verdict { padding: 10px 14px; border-radius: 4px; border-left: 8px solid; margin-bottom: 6px; }
+.verdict-pass { background: #e6f4ea; border-color: #1e8e3e; }
+.verdict-fail { background: #fce8e6; border-color: #b3261e; }
+.verdict-skip { background: #eeeeee; border-color: #777777; }
+.verdict .word { font-weight: bold; font-size: 18px; margin-right: 10px; }
+.note { color: #555555; font-size: 13px; font-weight: normal; }
+.panels { display: flex; flex-wrap: wrap; gap: 8px 28px; align-items: flex-start; }
+figure.panel { margin: 0; }
+svg text { font-family: "DejaVu Sans", Arial, sans-serif; font-size: 12px; fill: #1a1a1a; }
+svg .panel-title { font-weight: bold; font-size: 13px; }
+svg .axis-title { font-style: italic; fill: #555555; }
+svg .column-label { text-anchor: middle; }
+svg .row-label { text-anchor: end; }
+svg .cell-label { text-anchor: middle; font-size: 12px; font-weight: bold; }
+svg .cell-count { text-anchor: end; font-size: 10px; }
+svg .tick { text-anchor: middle; font-size: 11px; }
+svg .legend-title { font-weight: bold; }
+svg .legend-note { font-size: 12px; }
+table { border-collapse: collapse; margin: 4px 0; }
+th, td { border: 1px solid #d0d0d0; padding: 4px 8px; text-align: left; vertical-align: top; }
+thead th { background: #f2f2f2; }
+table.environment th { background: #f7f7f7; white-space: nowrap; font-weight: normal; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.case-id { font-family: "DejaVu Sans Mono", monospace; white-space: nowrap; }
+td.reason { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; word-break: break-word;
+            min-width: 260px; }
+td.shape { min-width: 170px; }
+table.failures { width: 100%; }
+tr.failure td.case-id { font-weight: bold; }
+)";
+
+}  // namespace
+
+std::string run_to_html(const RunReport& report) {
+  const RunSummary& summary = report.summary;
+  const std::string verdict = summary.failed > 0 ? "fail" : summary.passed > 0 ? "pass" : "skip";
+  std::string verdict_word = verdict;
+  for (char& c : verdict_word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+
+  std::ostringstream out;
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+      << "<title>attnfuzz " << escape(summary.matrix_name) << ": " << verdict_word
+      << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
+  // Shared SVG definitions: a zero-size SVG (not display:none, which would hide the pattern).
+  out << "<svg width=\"0\" height=\"0\" style=\"position:absolute\" aria-hidden=\"true\"><defs>"
+         "<pattern id=\"skip-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+         "patternTransform=\"rotate(45)\"><rect width=\"2\" height=\"6\" fill=\"#8a8a8a\"/>"
+         "</pattern></defs></svg>\n";
+  out << "<h1>attnfuzz report: " << escape(summary.matrix_name) << "</h1>\n";
+  out << "<div class=\"verdict verdict-" << verdict << "\" id=\"verdict\"><span class=\"word\">"
+      << verdict_word << "</span>" << summary.passed << " passed, " << summary.failed << " failed, "
+      << summary.skipped << " skipped of " << summary.total << " · exit code " << summary.exit_code
+      << "</div>\n";
+  out << "<p class=\"note\">matrix <code>" << escape(summary.matrix_source) << "</code> · "
+      << fixed_decimals(summary.wall_seconds, 1) << " s wall · started "
+      << escape(summary.started_at) << " · backend " << escape(report.environment.backend)
+      << " · build " << escape(report.environment.git_commit);
+  std::set<std::string> plants;
+  for (const CaseResult& result : report.results) {
+    if (result.plant != "none") plants.insert(result.plant);
+  }
+  for (const std::string& plant : plants) out << " · planted bug <b>" << escape(plant) << "</b>";
+  out << "</p>\n";
+  write_heatmap(out, report);
+  write_failures(out, report);
+  write_skips(out, report);
+  write_environment(out, report);
+  out << "</body>\n</html>\n";
+  return out.str();
+}
+
+}  // namespace attnfuzz

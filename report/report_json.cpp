@@ -1,0 +1,51 @@
+// The JSON report. Field names of the earlier harness are kept (config.batch_size, config.seq_len,
+// correctness.passed, kernel_name, ...) so dashboards reading old reports read new ones.
+// Each case's record is case_to_json's (run/case_result_json.h).
+#include "report/report_writers.h"
+#include "run/case_result_json.h"
+
+namespace attnfuzz {
+
+using nlohmann::json;
+
+json run_to_json(const RunReport& report) {
+  const RunSummary& summary = report.summary;
+  const RunEnvironment& environment = report.environment;
+
+  json numerics = json::object();
+  for (const auto& [key, value] : environment.numerics) numerics[key] = value;
+
+  json results = json::array();
+  for (const CaseResult& result : report.results) results.push_back(case_to_json(result));
+
+  return {
+      {"summary",
+       {
+           {"matrix_name", summary.matrix_name},
+           {"matrix_source", summary.matrix_source},
+           {"total", summary.total},
+           {"passed", summary.passed},
+           {"failed", summary.failed},
+           {"skipped", summary.skipped},
+           {"exit_code", summary.exit_code},
+           {"wall_seconds", number_or_null(summary.wall_seconds)},
+           {"started_at", summary.started_at},
+       }},
+      {"environment",
+       {
+           {"harness_version", environment.harness_version},
+           {"git_commit", environment.git_commit},
+           {"compiler", environment.compiler},
+           {"build_type", environment.build_type},
+           {"host_cpu", environment.host_cpu},
+           {"threads", environment.threads},
+           {"blas", environment.blas},
+           {"backend", environment.backend},
+           {"cuda", environment.cuda},
+           {"numerics", numerics},
+       }},
+      {"results", results},
+  };
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,39 @@
+// Renderings of a run: the JSON report, JUnit XML, and the human-readable table. File writers are
+// atomic (temporary file, flush, rename): a reader never sees half a report. Renderers read the
+// counts from report.summary: call summarize() first.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/write_file_atomically.h"
+#include "report/run_report.h"
+#include "run/case_result_json.h"
+
+namespace attnfuzz {
+
+// The whole run; each case as case_to_json (run/case_result_json.h) writes it.
+nlohmann::json run_to_json(const RunReport& report);
+
+std::string run_to_junit_xml(const RunReport& report);
+
+// GitHub-flavoured Markdown sized for $GITHUB_STEP_SUMMARY: a summary line, a table of failures
+// with the command that replays each (`replay_of` renders it), and skipped cases counted by
+// reason.
+std::string run_to_markdown(const RunReport& report,
+                            const std::function<std::string(const CaseResult&)>& replay_of);
+
+// One self-contained HTML page (inline CSS and SVG; no scripts, nothing fetched): the verdict, an
+// error_ratio heatmap over seq_len x batch per kernel, dtype and heads with failing cells marked,
+// the failures, skips by reason and the environment. Well-formed XML as well (XHTML-compatible).
+std::string run_to_html(const RunReport& report);
+
+void write_table_header(std::ostream& out);
+void write_table_row(std::ostream& out, const CaseResult& result);
+void write_table_summary(std::ostream& out, const RunReport& report);
+
+}  // namespace attnfuzz

@@ -1,0 +1,44 @@
+// The outcome of one case: what ran, the verdict and why, the error figures and the timings.
+// Reports (stdout table, JSON, JUnit) are all rendered from this record.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "case/attention_case.h"
+#include "oracle/tolerance.h"
+
+namespace attnfuzz {
+
+enum class CaseStatus { pass, fail, skip };
+inline std::string_view case_status_name(CaseStatus status) {
+  constexpr std::string_view names[] = {"pass", "fail", "skip"};
+  return names[static_cast<int>(status)];
+}
+
+// Why a case was skipped: it could not run here (no usable GPU, kernel not in this build, out of
+// memory), or its kernel declares the shape unsupported. --fail-on-skip fails only the first kind.
+enum class SkipCause { unavailable, unsupported };
+inline std::string_view skip_cause_name(SkipCause cause) {
+  constexpr std::string_view names[] = {"unavailable", "unsupported"};
+  return names[static_cast<int>(cause)];
+}
+
+struct CaseResult {
+  AttentionCase attention_case;
+  std::string kernel_name;     // the kernel that ran (or would have run)
+  std::string plant = "none";  // planted bug switched on, if any
+  CaseStatus status = CaseStatus::skip;
+  std::string reason;                             // why it failed or was skipped; empty on pass
+  SkipCause skip_cause = SkipCause::unavailable;  // meaningful when skipped
+  std::string output_tail;  // a crashed or hung worker's last output; else empty
+  std::string oracle;       // which reference was used, e.g. "cpu_float64"
+  Comparison comparison;    // meaningful when the kernel ran
+  bool ran = false;
+  double kernel_seconds = 0.0;
+  double oracle_seconds = 0.0;
+  double total_seconds = 0.0;
+  std::string timestamp;  // UTC, ISO 8601, when the case finished
+};
+
+}  // namespace attnfuzz

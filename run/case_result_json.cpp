@@ -1,0 +1,222 @@
+// A case's result as JSON and back. The writer keeps the earlier harness's field names; the reader
+// is strict (every field it needs, of the right type) because what it reads comes from files and
+// processes that may have been cut off mid-write.
+#include "run/case_result_json.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string_view>
+
+#include "case/case_codec.h"
+
+namespace attnfuzz {
+
+using nlohmann::json;
+
+json number_or_null(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  return value;
+}
+
+namespace {
+
+json element_to_json(const ElementReport& element) {
+  return {
+      {"batch", element.batch},
+      {"head", element.head},
+      {"row", element.row},
+      {"dim", element.dim},
+      {"expected", number_or_null(element.expected)},
+      {"actual", number_or_null(element.actual)},
+      {"allowed", number_or_null(element.allowed)},
+      {"fault", std::string(element_fault_name(element.fault))},
+  };
+}
+
+// A report's config: the case's keys (a valid one-case matrix entry) with the scale it ran with,
+// plus the earlier harness's names for the seed-compatible fields (batch_size, num_heads, seq_len;
+// head_dim and dtype are the same in both), which the matrix reader accepts as aliases.
+json config_to_json(const AttentionCase& attention_case) {
+  AttentionCase as_run = attention_case;
+  as_run.softmax_scale = effective_softmax_scale(attention_case);
+  json config = case_keys_to_json(as_run);
+  if (!std::isfinite(as_run.softmax_scale)) config["softmax_scale"] = nullptr;
+  config["batch_size"] = attention_case.batch;
+  config["num_heads"] = attention_case.heads;
+  config["seq_len"] = attention_case.seq_len_q;
+  config["inject"] = format_injection(attention_case.injection);
+  return config;
+}
+
+json correctness_to_json(const CaseResult& result) {
+  const Comparison& comparison = result.comparison;
+  return {
+      {"passed", result.status == CaseStatus::pass},
+      {"max_abs_error", number_or_null(comparison.max_abs_error)},
+      {"mean_abs_error", number_or_null(comparison.mean_abs_error)},
+      {"max_rel_error", number_or_null(comparison.max_rel_error)},
+      {"correlation", number_or_null(comparison.correlation)},
+      {"error_ratio", number_or_null(comparison.error_ratio)},
+      {"bound_ratio", number_or_null(comparison.bound_ratio)},
+      {"fa_rule_ratio", number_or_null(comparison.fa_rule_ratio)},
+      {"plain_max_abs_error", number_or_null(comparison.plain_max_abs_error)},
+      {"fa_rule_atol", number_or_null(comparison.fa_rule_atol)},
+      {"elements", comparison.elements},
+      {"failing_elements", comparison.failing_elements},
+      {"first_failure",
+       comparison.first_failure ? element_to_json(*comparison.first_failure) : json(nullptr)},
+      {"worst_element", element_to_json(comparison.worst_element)},
+  };
+}
+
+// ---- reading back ----
+
+[[noreturn]] void malformed(const std::string& pointer, const std::string& problem) {
+  throw std::runtime_error("result record, field " + pointer + ": " + problem);
+}
+
+// The pointer is a view so that calls with a literal bind no temporary (GCC 13 would warn of a
+// dangling reference to it in `const json& x = member(record, "", ...)`).
+const json& member(const json& object, std::string_view pointer, const char* name) {
+  if (!object.is_object()) malformed(std::string(pointer), "expected an object");
+  const auto found = object.find(name);
+  if (found == object.end()) malformed(std::string(pointer) + "/" + name, "missing");
+  return *found;
+}
+
+std::string text_at(const json& object, const std::string& pointer, const char* name) {
+  const json& value = member(object, pointer, name);
+  if (!value.is_string()) malformed(pointer + "/" + name, "expected a string");
+  return value.get<std::string>();
+}
+
+// A number written by number_or_null: null reads back as NaN.
+double number_at(const json& object, const std::string& pointer, const char* name) {
+  const json& value = member(object, pointer, name);
+  if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (!value.is_number()) malformed(pointer + "/" + name, "expected a number or null");
+  return value.get<double>();
+}
+
+std::int64_t integer_at(const json& object, const std::string& pointer, const char* name) {
+  const json& value = member(object, pointer, name);
+  if (!value.is_number_integer()) malformed(pointer + "/" + name, "expected an integer");
+  return value.get<std::int64_t>();
+}
+
+ElementReport element_from_json(const json& record, const std::string& pointer) {
+  ElementReport element;
+  element.batch = integer_at(record, pointer, "batch");
+  element.head = integer_at(record, pointer, "head");
+  element.row = integer_at(record, pointer, "row");
+  element.dim = integer_at(record, pointer, "dim");
+  element.expected = number_at(record, pointer, "expected");
+  element.actual = number_at(record, pointer, "actual");
+  element.allowed = number_at(record, pointer, "allowed");
+  const std::string fault = text_at(record, pointer, "fault");
+  for (ElementFault each : {ElementFault::none, ElementFault::unwritten, ElementFault::nonfinite,
+                            ElementFault::beyond_bound}) {
+    if (element_fault_name(each) == fault) {
+      element.fault = each;
+      return element;
+    }
+  }
+  malformed(pointer + "/fault", "unknown fault \"" + fault + "\"");
+}
+
+Comparison comparison_from_json(const json& record, bool passed) {
+  const std::string at = "/correctness";
+  const json& correctness = member(record, "", "correctness");
+  Comparison comparison;
+  comparison.passed = passed;
+  comparison.max_abs_error = number_at(correctness, at, "max_abs_error");
+  comparison.mean_abs_error = number_at(correctness, at, "mean_abs_error");
+  comparison.max_rel_error = number_at(correctness, at, "max_rel_error");
+  comparison.correlation = number_at(correctness, at, "correlation");
+  comparison.error_ratio = number_at(correctness, at, "error_ratio");
+  comparison.bound_ratio = number_at(correctness, at, "bound_ratio");
+  comparison.fa_rule_ratio = number_at(correctness, at, "fa_rule_ratio");
+  comparison.plain_max_abs_error = number_at(correctness, at, "plain_max_abs_error");
+  comparison.fa_rule_atol = number_at(correctness, at, "fa_rule_atol");
+  comparison.elements = integer_at(correctness, at, "elements");
+  comparison.failing_elements = integer_at(correctness, at, "failing_elements");
+  if (const json& first = member(correctness, at, "first_failure"); !first.is_null()) {
+    comparison.first_failure = element_from_json(first, at + "/first_failure");
+  }
+  comparison.worst_element =
+      element_from_json(member(correctness, at, "worst_element"), at + "/worst_element");
+  return comparison;
+}
+
+}  // namespace
+
+json case_to_json(const CaseResult& result) {
+  json record = {
+      {"case_id", result.attention_case.id},
+      {"kernel_name", result.kernel_name},
+      {"plant", result.plant},
+      {"status", std::string(case_status_name(result.status))},
+      {"reason", result.reason},
+      {"oracle", result.oracle},
+      {"config", config_to_json(result.attention_case)},
+      // A case that never ran has no error figures: null, not a row of zeros that reads as perfect.
+      {"correctness", result.ran ? correctness_to_json(result) : json(nullptr)},
+      {"timing",
+       {
+           {"kernel_seconds", number_or_null(result.kernel_seconds)},
+           {"oracle_seconds", number_or_null(result.oracle_seconds)},
+           {"total_seconds", number_or_null(result.total_seconds)},
+       }},
+      {"timestamp", result.timestamp},
+  };
+  if (result.status == CaseStatus::skip) {
+    record["skip_cause"] = std::string(skip_cause_name(result.skip_cause));
+  }
+  if (!result.output_tail.empty()) record["output_tail"] = result.output_tail;
+  return record;
+}
+
+CaseResult case_result_from_json(const json& record, const AttentionCase& attention_case) {
+  CaseResult result;
+  result.attention_case = attention_case;
+  const std::string id = text_at(record, "", "case_id");
+  if (id != attention_case.id) {
+    malformed("/case_id", "the record is of case " + id + ", not " + attention_case.id);
+  }
+  if (member(record, "", "config") != config_to_json(attention_case)) {
+    malformed("/config",
+              "case " + id + " was run with another configuration: " + record["config"].dump());
+  }
+  result.kernel_name = text_at(record, "", "kernel_name");
+  result.plant = text_at(record, "", "plant");
+  const std::string status = text_at(record, "", "status");
+  bool known_status = false;
+  for (CaseStatus each : {CaseStatus::pass, CaseStatus::fail, CaseStatus::skip}) {
+    if (case_status_name(each) == status) {
+      result.status = each;
+      known_status = true;
+    }
+  }
+  if (!known_status) malformed("/status", "unknown status \"" + status + "\"");
+  result.reason = text_at(record, "", "reason");
+  if (result.status == CaseStatus::skip) {
+    result.skip_cause = text_at(record, "", "skip_cause") == skip_cause_name(SkipCause::unsupported)
+                            ? SkipCause::unsupported
+                            : SkipCause::unavailable;
+  }
+  if (record.contains("output_tail")) result.output_tail = text_at(record, "", "output_tail");
+  result.oracle = text_at(record, "", "oracle");
+  if (!member(record, "", "correctness").is_null()) {
+    result.ran = true;
+    result.comparison = comparison_from_json(record, result.status == CaseStatus::pass);
+  }
+  const json& timing = member(record, "", "timing");
+  result.kernel_seconds = number_at(timing, "/timing", "kernel_seconds");
+  result.oracle_seconds = number_at(timing, "/timing", "oracle_seconds");
+  result.total_seconds = number_at(timing, "/timing", "total_seconds");
+  result.timestamp = text_at(record, "", "timestamp");
+  return result;
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,200 @@
+#include "run/case_runner.h"
+
+#include <chrono>
+#include <exception>
+#include <new>
+
+#include "case/data_distribution.h"
+#include "core/clock.h"
+#include "core/harness_error.h"
+#include "core/text.h"
+#include "kernels/cuda_device_probe.h"
+#include "kernels/kernel_registry.h"
+#include "oracle/cublas_reference.h"
+#include "oracle/plain_attention.h"
+#include "oracle/reference_attention.h"
+#include "oracle/tolerance.h"
+#include "run/device_staging.h"
+#include "run/guarded_output.h"
+
+namespace attnfuzz {
+namespace {
+
+constexpr std::string_view kDefaultCpuKernel = "cpu_flash";
+constexpr std::string_view kDefaultCudaKernel = "cuda_flash";
+// From this many flops on, `--oracle auto` judges a device kernel with the cuBLAS oracle: the
+// seed's largest cases (B=48 H=16 S=640 D=64, 20 GFLOP) take the CPU oracle seconds on a laptop's
+// cores and the GPU's FP64 units milliseconds; below it, copying doubles to the device costs more
+// than it saves.
+constexpr double kDeviceOracleMinFlops = 2e9;
+constexpr std::string_view kCpuOracle = "cpu_float64";
+constexpr std::string_view kCudaOracle = "cuda_cublas_float64";
+
+}  // namespace
+
+std::string_view backend_name(Backend backend) {
+  constexpr std::string_view names[] = {"auto", "cpu", "cuda"};
+  return names[static_cast<int>(backend)];
+}
+
+std::string_view oracle_choice_name(OracleChoice choice) {
+  constexpr std::string_view names[] = {"auto", "cpu", "cuda"};
+  return names[static_cast<int>(choice)];
+}
+
+CaseRunner::CaseRunner(RunSettings settings) : settings_(std::move(settings)) {}
+
+std::string CaseRunner::kernel_for(const AttentionCase& attention_case) const {
+  if (!settings_.kernel.empty()) return settings_.kernel;
+  if (!attention_case.kernel.empty()) return attention_case.kernel;
+  const bool use_cuda = settings_.backend == Backend::cuda ||
+                        (settings_.backend == Backend::auto_select && cuda_device_status().usable &&
+                         find_kernel(kDefaultCudaKernel) != nullptr);
+  return std::string(use_cuda ? kDefaultCudaKernel : kDefaultCpuKernel);
+}
+
+void CaseRunner::validate(const AttentionCase& attention_case) const {
+  const bool named = !settings_.kernel.empty() || !attention_case.kernel.empty();
+  const std::string name = kernel_for(attention_case);
+  const AttentionKernel* kernel = find_kernel(name);
+  if (kernel == nullptr) {
+    if (!named) return;  // a backend default missing from this build is a skip, not an error
+    std::vector<std::string_view> known;
+    for (const AttentionKernel* each : all_kernels()) known.push_back(each->name());
+    throw HarnessError("case " + attention_case.id + ": unknown kernel '" + name +
+                       "' (this build has: " + join_names(known, " ") + ")");
+  }
+  if (!kernel->carries(settings_.plant)) {
+    throw HarnessError("kernel " + name + " has no planted bug '" +
+                       std::string(planted_bug_name(settings_.plant)) +
+                       "' (fuzz_attention --list-kernels shows each kernel's plants)");
+  }
+}
+
+std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
+                       const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output) {
+  if (kernel.site() == ExecutionSite::cuda_device) {
+    return run_kernel_on_device(kernel, problem, inputs, plant, output);
+  }
+  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
+  try {
+    kernel.forward(problem, tensors, plant);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory: the case is skipped, not failed (CaseRunner::run)
+  } catch (const std::exception& error) {
+    return "kernel " + std::string(kernel.name()) + " failed: " + error.what();
+  }
+  return "";
+}
+
+KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) const {
+  KernelChoice choice;
+  choice.name = kernel_for(attention_case);
+  const AttentionKernel* kernel = find_kernel(choice.name);
+  const bool wants_cuda = settings_.backend == Backend::cuda ||
+                          (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device);
+  if (wants_cuda && !cuda_device_status().usable) {
+    choice.skip_reason = "CUDA backend unavailable: " + cuda_device_status().description;
+  } else if (settings_.oracle == OracleChoice::cuda && !cuda_device_status().usable) {
+    choice.skip_reason = "cuBLAS oracle unavailable: " + cuda_device_status().description;
+  } else if (kernel == nullptr) {
+    choice.skip_reason = "kernel " + choice.name + " is not in this build";
+  } else if (const SupportVerdict verdict = kernel->supports(problem_of(attention_case));
+             !verdict.supported) {
+    choice.skip_reason = verdict.reason;
+    choice.skip_cause = SkipCause::unsupported;
+  } else {
+    choice.kernel = kernel;
+  }
+  return choice;
+}
+
+CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    return run_unguarded(attention_case);
+  } catch (const std::bad_alloc&) {
+    CaseResult result =
+        unfinished_result(attention_case, CaseStatus::skip,
+                          "out of memory: an allocation for this case failed (std::bad_alloc)");
+    result.total_seconds = seconds_since(started);
+    return result;
+  }
+}
+
+CaseResult CaseRunner::unfinished_result(const AttentionCase& attention_case, CaseStatus status,
+                                         std::string reason) const {
+  CaseResult result;
+  result.attention_case = attention_case;
+  result.kernel_name = kernel_for(attention_case);
+  result.plant = std::string(planted_bug_name(settings_.plant));
+  result.status = status;
+  result.skip_cause = SkipCause::unavailable;
+  result.reason = std::move(reason);
+  result.timestamp = utc_timestamp();
+  return result;
+}
+
+CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const {
+  const auto started = std::chrono::steady_clock::now();
+  const KernelChoice choice = choose_kernel(attention_case);
+  CaseResult result;
+  result.attention_case = attention_case;
+  result.kernel_name = choice.name;
+  result.plant = std::string(planted_bug_name(settings_.plant));
+  auto finish = [&](CaseStatus status, std::string reason) {
+    result.status = status;
+    result.reason = std::move(reason);
+    result.total_seconds = seconds_since(started);
+    result.timestamp = utc_timestamp();
+    return result;
+  };
+  if (choice.kernel == nullptr) {
+    result.skip_cause = choice.skip_cause;
+    return finish(CaseStatus::skip, choice.skip_reason);
+  }
+
+  const AttentionProblem problem = problem_of(attention_case);
+  const AttentionInputs inputs =
+      generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
+  GuardedOutput output(problem);
+  const auto kernel_started = std::chrono::steady_clock::now();
+  const std::string kernel_error =
+      run_kernel(*choice.kernel, problem, inputs, settings_.plant, output);
+  result.kernel_seconds = seconds_since(kernel_started);
+  if (!kernel_error.empty()) return finish(CaseStatus::fail, kernel_error);
+  result.ran = true;
+
+  const auto oracle_started = std::chrono::steady_clock::now();
+  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  const bool on_device = choice.kernel->site() == ExecutionSite::cuda_device;
+  const bool use_cublas = settings_.oracle == OracleChoice::cuda ||
+                          (settings_.oracle == OracleChoice::auto_select && on_device &&
+                           attention_flops(problem) >= kDeviceOracleMinFlops);
+  // Kept from case to case: the oracle overwrites every element, and storage that is already the
+  // right size costs neither an allocation nor page faults (its arrays are tens of MiB per case).
+  thread_local ReferenceAttention reference;
+  if (use_cublas) {
+    try {
+      reference = cublas_reference_attention(problem, tensors);
+    } catch (const std::exception& error) {
+      return finish(CaseStatus::fail, std::string("cuBLAS oracle failed: ") + error.what());
+    }
+  } else {
+    reference_attention(problem, tensors, reference);
+  }
+  const std::vector<float> plain = plain_attention(problem, tensors);
+  result.oracle = std::string(use_cublas ? kCudaOracle : kCpuOracle);
+  result.comparison = compare_to_reference(problem, reference, plain, output.data());
+  result.oracle_seconds = seconds_since(oracle_started);
+
+  if (const std::optional<std::string> stray = output.find_stray_write()) {
+    return finish(CaseStatus::fail, result.comparison.passed
+                                        ? *stray
+                                        : result.comparison.reason + "; and a " + *stray);
+  }
+  if (!result.comparison.passed) return finish(CaseStatus::fail, result.comparison.reason);
+  return finish(CaseStatus::pass, "");
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,72 @@
+// Runs one case end to end: picks the kernel, checks it can run here, generates the inputs,
+// runs the kernel on a poisoned and fenced output, computes the oracle, and judges.
+#pragma once
+
+#include <string>
+
+#include "case/data_distribution.h"
+#include "kernels/attention_kernel.h"
+#include "run/case_result.h"
+#include "run/guarded_output.h"
+
+namespace attnfuzz {
+
+enum class Backend { auto_select, cpu, cuda };
+// Which float64 reference judges a case: auto picks cuBLAS for large cases whose kernel ran on a
+// CUDA device (the data is on the GPU already and the CPU would take seconds), the CPU otherwise.
+enum class OracleChoice { auto_select, cpu, cuda };
+
+struct RunSettings {
+  Backend backend = Backend::auto_select;
+  OracleChoice oracle = OracleChoice::auto_select;
+  std::string kernel;  // overrides every case's kernel when set
+  PlantedBug plant = PlantedBug::none;
+  std::string kernel_lib;  // the plugin the kernel was loaded from, for replay commands; or empty
+};
+
+std::string_view backend_name(Backend backend);
+std::string_view oracle_choice_name(OracleChoice choice);
+
+// The kernel a case runs on here, or why it cannot run (the skip reason).
+struct KernelChoice {
+  std::string name;
+  const AttentionKernel* kernel = nullptr;  // null when skipped
+  std::string skip_reason;
+  SkipCause skip_cause = SkipCause::unavailable;
+};
+
+// Runs `kernel` on `inputs` into `output` (through device memory when the kernel runs on a CUDA
+// device); returns the kernel's error text, empty on success.
+std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
+                       const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output);
+
+class CaseRunner {
+ public:
+  explicit CaseRunner(RunSettings settings);
+
+  // Throws HarnessError when the case names an unknown kernel or one without the planted bug.
+  void validate(const AttentionCase& attention_case) const;
+
+  // A case that runs out of memory (std::bad_alloc anywhere in it) is skipped with that reason.
+  CaseResult run(const AttentionCase& attention_case) const;
+
+  // Which kernel runs the case, or why none can (no GPU, not in this build, unsupported shape).
+  KernelChoice choose_kernel(const AttentionCase& attention_case) const;
+
+  const RunSettings& settings() const { return settings_; }
+
+  // The record of a case that did not run to a verdict of its own (out of memory, a lost worker):
+  // the kernel and plant it would have run with, `status` and `reason`, stamped now.
+  CaseResult unfinished_result(const AttentionCase& attention_case, CaseStatus status,
+                               std::string reason) const;
+
+  // The kernel a case runs on under these settings (may not exist in this build: cuda_flash).
+  std::string kernel_for(const AttentionCase& attention_case) const;
+
+ private:
+  CaseResult run_unguarded(const AttentionCase& attention_case) const;
+
+  RunSettings settings_;
+};
+
+}  // namespace attnfuzz

@@ -1,0 +1,98 @@
+#include "run/device_staging.h"
+
+#include <stdexcept>
+
+#include "kernels/cuda_device_probe.h"
+
+#if ATTNFUZZ_HAVE_CUDA
+#include "core/device_array.h"
+#endif
+
+namespace attnfuzz {
+
+#if ATTNFUZZ_HAVE_CUDA
+namespace {
+
+// A device copy of `host` with `extra` elements of room after it (left as they are).
+DeviceArray<std::uint16_t> copy_to_device(const std::vector<std::uint16_t>& host,
+                                          std::size_t extra = 0) {
+  DeviceArray<std::uint16_t> array(host.size() + extra);
+  array.copy_from_host(host.data(), host.size());
+  return array;
+}
+
+// Errors after which the context is unusable until the process ends (CUDA's "sticky" errors).
+bool is_sticky(cudaError_t error) {
+  switch (error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
+                                 const AttentionInputs& inputs, PlantedBug plant,
+                                 GuardedOutput& output) {
+  std::string error;
+  try {
+    const DeviceArray<std::uint16_t> q = copy_to_device(inputs.q);
+    const DeviceArray<std::uint16_t> k = copy_to_device(inputs.k);
+    const DeviceArray<std::uint16_t> v = copy_to_device(inputs.v);
+    // Past the checked margin, one more tile of rows that nobody checks: a kernel that overshoots
+    // the margin still writes memory the harness owns, and the margin has told the story already.
+    const std::size_t slack = static_cast<std::size_t>(64 * problem.o_strides.seq);
+    std::vector<std::uint16_t>& host_output = output.buffer();
+    const DeviceArray<std::uint16_t> o = copy_to_device(host_output, slack);
+    const std::vector<std::uint16_t> poison(slack, traits_of(problem.dtype).poison_bits);
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(o.get() + host_output.size(), poison.data(),
+                                   slack * sizeof(std::uint16_t), cudaMemcpyHostToDevice));
+    const AttentionTensors tensors{q.get(), k.get(), v.get(),
+                                   o.get() + GuardedOutput::kGuardElements};
+    try {
+      kernel.forward(problem, tensors, plant);
+    } catch (const std::exception& kernel_error) {
+      error = "kernel " + std::string(kernel.name()) + " failed: " + kernel_error.what();
+    }
+    if (error.empty()) {
+      ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_output.data(), o.get(),
+                                     host_output.size() * sizeof(std::uint16_t),
+                                     cudaMemcpyDeviceToHost));
+    }
+  } catch (const std::exception& staging_error) {
+    error = "device staging for kernel " + std::string(kernel.name()) +
+            " failed: " + staging_error.what();
+  }
+  if (!error.empty()) {
+    cudaError_t state = cudaDeviceSynchronize();
+    if (!is_sticky(state)) state = cudaGetLastError();
+    if (is_sticky(state)) {
+      mark_cuda_context_lost("the CUDA context was lost to an earlier case's error (" +
+                             std::string(cudaGetErrorName(state)) + "): " + error);
+    }
+  }
+  return error;
+}
+
+#else
+
+std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem&,
+                                 const AttentionInputs&, PlantedBug, GuardedOutput&) {
+  return "kernel " + std::string(kernel.name()) +
+         " runs on a CUDA device, and this build has no "
+         "CUDA support";
+}
+
+#endif
+
+}  // namespace attnfuzz

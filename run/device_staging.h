@@ -1,0 +1,23 @@
+// Runs a CUDA-device kernel on host-generated data: the harness owns the memory on both sides.
+// The inputs (with their NaN guard tails) are copied to the device as they are; the output's whole
+// poisoned, fenced buffer goes over and comes back, so the host checks (unwritten elements, stray
+// writes) see exactly what the kernel left on the device.
+#pragma once
+
+#include <string>
+
+#include "case/data_distribution.h"
+#include "kernels/attention_kernel.h"
+#include "run/guarded_output.h"
+
+namespace attnfuzz {
+
+// Returns the kernel's or the CUDA runtime's error text, empty on success. An error that leaves
+// the CUDA context unusable (an illegal address, say) is also recorded with
+// mark_cuda_context_lost(), so later CUDA cases are skipped with that reason instead of failing
+// on an error that is not theirs.
+std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
+                                 const AttentionInputs& inputs, PlantedBug plant,
+                                 GuardedOutput& output);
+
+}  // namespace attnfuzz

@@ -1,0 +1,40 @@
+// The fuzz_attention command that reruns a failing case, as one shell command line: what the
+// matrix runner, the property search and the libFuzzer target print after a failure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "run/case_runner.h"
+
+namespace attnfuzz {
+
+// What a replay names. Each word is rendered only when set (or, for plant, backend and oracle,
+// when not fuzz_attention's default), in this order:
+//   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L]
+//                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
+struct ReplayCommand {
+  std::string property;                // the property search: --properties --property NAME
+  std::string replay;                  // a case file (or folder) holding the case: --replay FILE
+  std::string configs;                 // else the matrix file holding it: --configs FILE
+  std::string kernel_lib;              // the plugin the kernel comes from: --kernel-lib PLUGIN
+  std::optional<std::string> case_id;  // one case of the source: --case ID (nullopt: all of it)
+  std::string kernel;                  // --kernel NAME
+  std::string plant = "none";          // --plant NAME, unless none
+  Backend backend = Backend::auto_select;           // --backend NAME, unless auto
+  OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
+};
+
+// The parts of a replay that come from the run's settings: kernel (as the settings name it),
+// kernel_lib, plant, backend and oracle.
+ReplayCommand replay_command_for(const RunSettings& settings);
+
+// The command line, each word quoted for a POSIX shell where it needs it (shell_word).
+std::string replay_command_line(const ReplayCommand& command);
+
+// `text` as one shell word: unchanged when it is made of [A-Za-z0-9_./:=@%+-] only, else in single
+// quotes, each ' as '\''.
+std::string shell_word(std::string_view text);
+
+}  // namespace attnfuzz

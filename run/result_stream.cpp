@@ -1,0 +1,76 @@
+#include "run/result_stream.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "core/file_io.h"
+#include "core/harness_error.h"
+#include "core/json_text.h"
+#include "run/case_result_json.h"
+
+namespace attnfuzz {
+namespace {
+
+// The stream's text; a stream that does not exist (yet) reads as empty.
+std::string read_stream(const std::filesystem::path& path) {
+  return std::filesystem::exists(path) ? read_file(path) : std::string();
+}
+
+}  // namespace
+
+ResultStream::ResultStream(const std::filesystem::path& path) : path_(path) {
+  fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw HarnessError("--stream: cannot open " + path.string() + ": " + std::strerror(errno));
+  }
+  struct stat status {};
+  if (fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) return;  // a pipe: nothing to mend
+  const std::string text = read_stream(path);
+  const std::size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (complete < text.size() && ftruncate(fd_, static_cast<off_t>(complete)) != 0) {
+    throw HarnessError("--stream: cannot cut the partial last line of " + path.string() + ": " +
+                       std::strerror(errno));
+  }
+}
+
+ResultStream::~ResultStream() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void ResultStream::append(const CaseResult& result) {
+  const std::string line = json_text(case_to_json(result)) + "\n";
+  if (const int error = write_all(fd_, line); error != 0) {
+    throw HarnessError("--stream: cannot write to " + path_.string() + ": " + std::strerror(error));
+  }
+  if (fdatasync(fd_) != 0 && errno != EINVAL) {  // EINVAL: a pipe or terminal, nothing to sync
+    throw HarnessError("--stream: cannot sync " + path_.string() + ": " + std::strerror(errno));
+  }
+}
+
+std::vector<nlohmann::json> read_result_stream(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> records;
+  const std::string text = read_stream(path);
+  std::size_t start = 0;
+  int line_number = 0;
+  for (std::size_t end = text.find('\n'); end != std::string::npos;
+       start = end + 1, end = text.find('\n', start)) {
+    ++line_number;
+    if (end == start) continue;
+    nlohmann::json record =
+        nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(start),
+                              text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+    if (!record.is_object()) {
+      throw HarnessError(path.string() + ": line " + std::to_string(line_number) +
+                         ": not a JSON object (is this a result stream?)");
+    }
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,167 @@
+// Cases as bytes and as JSON: round trips, and every byte string either decodes to a valid case
+// or is rejected with a reason.
+#include "case/case_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <span>
+
+#include "core/harness_error.h"
+#include "fuzz/case_generator.h"
+#include "matrix/matrix_file.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+
+AttentionCase without_id(AttentionCase attention_case) {
+  attention_case.id.clear();
+  return attention_case;
+}
+
+std::vector<std::uint8_t> encoded(const AttentionCase& attention_case) {
+  std::string why;
+  const auto bytes = encode_case(attention_case, &why);
+  EXPECT_TRUE(bytes.has_value()) << why;
+  return bytes.value_or(std::vector<std::uint8_t>{});
+}
+
+RC_GTEST_PROP(CaseCodec, DecodingAnEncodedCaseGivesTheSameCase, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 4096, .distributions = {}, .injections = true});
+  attention_case.kernel = *rc::gen::element<std::string>("", "cpu_flash", "my-kernel.v2");
+  attention_case.softmax_scale = *rc::gen::element(0.0, 0.125, 0.3);
+  const auto bytes = encode_case(attention_case);
+  RC_ASSERT(bytes.has_value());
+  std::string why;
+  const std::optional<AttentionCase> decoded = decode_case(*bytes, &why);
+  RC_ASSERT(decoded.has_value());
+  RC_ASSERT(*decoded == without_id(attention_case));
+}
+
+RC_GTEST_PROP(CaseCodec, AnyByteStringDecodesToAValidCaseOrIsRejectedWithAReason, ()) {
+  std::vector<std::uint8_t> bytes = *rc::gen::arbitrary<std::vector<std::uint8_t>>();
+  if (*rc::gen::arbitrary<bool>()) {  // half the time, a valid header and a plausible length
+    bytes.resize(4 + bytes.size() % 40);
+    bytes[0] = 'A', bytes[1] = 'F', bytes[2] = 'Z', bytes[3] = kCaseEncodingVersion;
+    if (bytes.size() >= 36) bytes[35] = static_cast<std::uint8_t>(bytes.size() - 36);
+  }
+  std::string why;
+  const std::optional<AttentionCase> decoded = decode_case(bytes, &why);
+  if (!decoded) {
+    RC_ASSERT(!why.empty());
+    return;
+  }
+  const AttentionCase& c = *decoded;
+  RC_ASSERT(c.batch >= 1 && c.kv_heads >= 1 && c.heads % c.kv_heads == 0);
+  RC_ASSERT(c.seq_len_q >= 1 && c.seq_len_k >= 1 && c.head_dim >= 1 && c.row_padding >= 0);
+  RC_ASSERT(c.batch * c.heads * c.seq_len_q * c.head_dim <= kEncodedMaxOutputElements);
+  // Decoding is canonical: what it produced encodes and decodes back to itself.
+  const auto again = encode_case(c);
+  RC_ASSERT(again.has_value());
+  RC_ASSERT(decode_case(*again) == decoded);
+}
+
+TEST(CaseCodec, RejectsAWrongMagicAnOtherVersionAndAShortInput) {
+  AttentionCase attention_case;
+  std::vector<std::uint8_t> bytes = encoded(attention_case);
+  std::string why;
+
+  std::vector<std::uint8_t> wrong_magic = bytes;
+  wrong_magic[0] = 'X';
+  EXPECT_FALSE(decode_case(wrong_magic, &why));
+  EXPECT_THAT(why, HasSubstr("AFZ"));
+
+  std::vector<std::uint8_t> other_version = bytes;
+  other_version[3] = kCaseEncodingVersion + 1;
+  EXPECT_FALSE(decode_case(other_version, &why));
+  EXPECT_THAT(why, HasSubstr("version 2 is not supported"));
+
+  EXPECT_FALSE(decode_case(std::span(bytes).first(3), &why));
+  EXPECT_THAT(why, HasSubstr("too short"));
+
+  bytes.push_back(0);
+  EXPECT_FALSE(decode_case(bytes, &why));
+  EXPECT_THAT(why, HasSubstr("must match"));
+}
+
+TEST(CaseCodec, CuttingBytesOffTheEndLeavesTheRestAtTheirSimplestValues) {
+  AttentionCase attention_case;
+  attention_case.seq_len_q = 113;
+  attention_case.seq_len_k = 203;
+  attention_case.causal = true;
+  attention_case.heads = 6;
+  attention_case.kv_heads = 2;
+  attention_case.head_dim = 128;
+  attention_case.dtype = Dtype::bf16;
+  attention_case.data = DataDistribution::peaked_softmax;
+  const std::vector<std::uint8_t> bytes = encoded(attention_case);
+
+  const std::optional<AttentionCase> only_seq_len_q = decode_case(std::span(bytes).first(6));
+  ASSERT_TRUE(only_seq_len_q.has_value());
+  EXPECT_EQ(only_seq_len_q->seq_len_q, 113);
+  EXPECT_EQ(only_seq_len_q->seq_len_k, 113);  // defaults to seq_len_q
+  EXPECT_FALSE(only_seq_len_q->causal);
+  EXPECT_EQ(only_seq_len_q->heads, 1);
+  EXPECT_EQ(only_seq_len_q->head_dim, 64);
+  EXPECT_EQ(only_seq_len_q->dtype, Dtype::fp16);
+
+  const std::optional<AttentionCase> shape_only = decode_case(std::span(bytes).first(15));
+  ASSERT_TRUE(shape_only.has_value());
+  EXPECT_EQ(shape_only->seq_len_k, 203);
+  EXPECT_TRUE(shape_only->causal);
+  EXPECT_EQ(shape_only->heads, 6);
+  EXPECT_EQ(shape_only->head_dim, 128);
+  EXPECT_EQ(shape_only->dtype, Dtype::bf16);
+  EXPECT_EQ(shape_only->data, DataDistribution::normal);  // cut off: the simplest data
+  EXPECT_EQ(shape_only->seed, 0u);
+}
+
+TEST(CaseCodec, RejectsAScaleThatIsNotFinitePositiveAndNearTheDefault) {
+  AttentionCase attention_case;
+  std::vector<std::uint8_t> bytes = encoded(attention_case);
+  for (const double scale : {std::nan(""), -0.125, 1e300, 1e-300}) {
+    std::memcpy(&bytes[27], &scale, sizeof scale);
+    std::string why;
+    EXPECT_FALSE(decode_case(bytes, &why)) << scale;
+    EXPECT_THAT(why, HasSubstr("softmax scale"));
+  }
+}
+
+TEST(CaseCodec, RefusesToEncodeWhatTheBinaryFormCannotHold) {
+  AttentionCase too_many_heads;
+  too_many_heads.heads = too_many_heads.kv_heads = 9;
+  AttentionCase odd_head_dim;
+  odd_head_dim.head_dim = 72;
+  AttentionCase too_large;
+  too_large.batch = 8;
+  too_large.heads = too_large.kv_heads = 8;
+  too_large.seq_len_q = too_large.seq_len_k = 4096;
+  too_large.head_dim = 256;
+  for (const AttentionCase& attention_case : {too_many_heads, odd_head_dim, too_large}) {
+    std::string why;
+    EXPECT_FALSE(encode_case(attention_case, &why)) << describe_case(attention_case);
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+RC_GTEST_PROP(CaseCodec, TheJsonFormIsAOneCaseMatrixThatParsesBackToTheCase, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 300, .distributions = {}, .injections = true});
+  attention_case.kernel = *rc::gen::element<std::string>("", "cpu_flash");
+  const std::string text = case_to_matrix_text(attention_case, "saved");
+  const CaseMatrix matrix = parse_matrix_text(text, "saved.json", [](const std::string& name) {
+    throw HarnessError("no includes expected: " + name);
+    return std::string();
+  });
+  RC_ASSERT(matrix.cases.size() == 1u);
+  RC_ASSERT(without_id(matrix.cases[0]) == without_id(attention_case));
+}
+
+}  // namespace
+}  // namespace attnfuzz

@@ -1,0 +1,108 @@
+// The libFuzzer engine end to end through its binary: it finds every planted bug from a clean
+// start (the shipped seeds and dictionary, an empty working corpus), its crash file replays
+// through fuzz_attention with exit 1, and -minimize_crash shrinks it. The correct kernel runs
+// clean. Skipped when the build had no clang.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "kernels/kernel_registry.h"
+#include "kernels/planted_bug.h"
+#include "support/file_text.h"
+#include "support/printers.h"
+#include "support/temporary_folder.h"
+
+namespace attnfuzz {
+namespace {
+
+#ifdef ATTNFUZZ_LIBFUZZER_BINARY
+constexpr const char* kFuzzer = ATTNFUZZ_LIBFUZZER_BINARY;
+#else
+constexpr const char* kFuzzer = "";
+#endif
+
+struct Command {
+  int exit_code = -1;
+  std::string output;
+};
+
+Command run(const std::string& command, const std::filesystem::path& log) {
+  const int status = std::system((command + " > '" + log.string() + "' 2>&1").c_str());
+  Command result;
+  if (status != -1 && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  result.output = read_file(log);
+  return result;
+}
+
+// A folder of its own per test (TemporaryFolder) for the working corpus, crash files and logs.
+class LibFuzzerTarget : public TemporaryFolder {
+ protected:
+  void SetUp() override {
+    if (std::string(kFuzzer).empty() || !std::filesystem::exists(kFuzzer)) {
+      GTEST_SKIP() << "the libFuzzer binary was not built (no clang)";
+    }
+    TemporaryFolder::SetUp();
+    std::filesystem::create_directories(folder_ / "corpus");
+  }
+
+  std::string fuzz_command(const std::string& flags) const {
+    const std::string source = ATTNFUZZ_SOURCE_DIR;
+    return std::string(kFuzzer) + " " + flags + " -dict=" + source + "/corpus/attention.dict " +
+           "-artifact_prefix=" + folder_.string() + "/ " + (folder_ / "corpus").string() + " " +
+           source + "/corpus/seeds";
+  }
+  std::filesystem::path crash_file() const {
+    for (const auto& entry : std::filesystem::directory_iterator(folder_)) {
+      if (entry.path().filename().string().rfind("crash-", 0) == 0) return entry.path();
+    }
+    return {};
+  }
+};
+
+TEST_F(LibFuzzerTarget, RunsTheCorrectKernelWithoutACrash) {
+  const Command result = run(fuzz_command("-runs=400"), folder_ / "log");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(crash_file().empty());
+}
+
+class LibFuzzerPlant : public LibFuzzerTarget,
+                       public ::testing::WithParamInterface<PlantedBugInfo> {};
+
+TEST_P(LibFuzzerPlant, FindsItsCrashReplaysItAndMinimizesIt) {
+  if (!cpu_flash_kernel().carries(GetParam().bug)) GTEST_SKIP() << "not a cpu_flash plant";
+  const std::string plant = std::string(GetParam().name);
+  const Command fuzzing =
+      run(fuzz_command("--plant=" + plant + " -max_total_time=60"), folder_ / "fuzz.log");
+  ASSERT_NE(fuzzing.output.find("attnfuzz: kernel cpu_flash failed"), std::string::npos)
+      << "not found within 60 s:\n"
+      << fuzzing.output.substr(0, 2000);
+  EXPECT_NE(fuzzing.output.find("replay: fuzz_attention --replay"), std::string::npos);
+  const std::filesystem::path crash = crash_file();
+  ASSERT_FALSE(crash.empty());
+
+  const Command replay = run(std::string(ATTNFUZZ_FUZZ_ATTENTION) + " --quiet --replay '" +
+                                 crash.string() + "' --plant " + plant,
+                             folder_ / "replay.log");
+  EXPECT_EQ(replay.exit_code, 1) << replay.output;
+
+  const std::filesystem::path minimized = folder_ / "minimized";
+  run(std::string(kFuzzer) + " --plant=" + plant + " -minimize_crash=1 -runs=500 " +
+          "-exact_artifact_path=" + minimized.string() + " " + crash.string(),
+      folder_ / "minimize.log");
+  ASSERT_TRUE(std::filesystem::exists(minimized));
+  EXPECT_LE(std::filesystem::file_size(minimized), std::filesystem::file_size(crash));
+  const Command replay_minimized =
+      run(std::string(ATTNFUZZ_FUZZ_ATTENTION) + " --quiet --replay '" + minimized.string() +
+              "' --plant " + plant,
+          folder_ / "replay_minimized.log");
+  EXPECT_EQ(replay_minimized.exit_code, 1) << replay_minimized.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlant, LibFuzzerPlant, ::testing::ValuesIn(kPlantedBugs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace attnfuzz

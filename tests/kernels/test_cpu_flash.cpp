@@ -1,0 +1,283 @@
+// cpu_flash against the oracle through the real case runner: the tolerance never flags the
+// correct kernel on thousands of random cases, and always flags each planted bug on every case in
+// which that bug changes the result by more than rounding can.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+
+#include "fuzz/case_generator.h"
+#include "kernels/flash_tile_traits.h"
+#include "kernels/kernel_registry.h"
+#include "run/case_runner.h"
+
+namespace attnfuzz {
+namespace {
+
+CaseResult run_case(const AttentionCase& attention_case, PlantedBug plant = PlantedBug::none) {
+  RunSettings settings;
+  settings.backend = Backend::cpu;
+  settings.plant = plant;
+  return CaseRunner(settings).run(attention_case);
+}
+
+std::int64_t block_n_of(const AttentionCase& attention_case) {
+  return find_tile_config(attention_case.head_dim)->block_n;
+}
+
+TEST(CpuFlash, IsNeverFlaggedOnThousandsOfRandomCasesOfEveryDistribution) {
+  constexpr int kCases = 3000;
+  const rc::Gen<AttentionCase> generator =
+      small_case({.max_seq_len = 160, .distributions = {}, .injections = true});
+  std::map<DataDistribution, int> passed_by_distribution;
+  double worst_ratio = 0.0;
+  for (int index = 0; index < kCases; ++index) {
+    const AttentionCase attention_case = generator(rc::Random(index + 1), 50).value();
+    const CaseResult result = run_case(attention_case);
+    ASSERT_EQ(result.status, CaseStatus::pass)
+        << describe_case(attention_case) << ": " << result.reason;
+    ++passed_by_distribution[attention_case.data];
+    worst_ratio = std::max(worst_ratio, result.comparison.error_ratio);
+  }
+  // Every distribution was exercised many times, not just a lucky few.
+  EXPECT_EQ(passed_by_distribution.size(), std::size(kDataDistributions));
+  for (const auto& [distribution, passed] : passed_by_distribution) {
+    EXPECT_GT(passed, kCases / 20) << distribution_name(distribution);
+  }
+  std::printf("worst error_ratio of cpu_flash over %d random cases: %.3f\n", kCases, worst_ratio);
+}
+
+TEST(CpuFlash, PassesTheShippedEdgeShapesAtSeqLen1023And1025) {
+  for (const std::int64_t seq_len_k : {1023, 1025}) {
+    AttentionCase attention_case;
+    attention_case.heads = attention_case.kv_heads = 2;
+    attention_case.seq_len_q = 130;
+    attention_case.seq_len_k = seq_len_k;
+    attention_case.causal = true;
+    const CaseResult result = run_case(attention_case);
+    EXPECT_EQ(result.status, CaseStatus::pass) << result.reason;
+  }
+}
+
+// ---- each plant is caught wherever it is observable ----
+//
+// Properties whose observability rests on the data's statistics use ordinary distributions
+// without special values: an injected large Q or V widens the bound of its row or column (the
+// tolerance scales with scale |Q_i| |K_j| and with A) far enough to hide a plant there.
+
+RC_GTEST_PROP(CpuFlashPlants, DroppingThePartialLastKeyTileIsAlwaysCaught, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  // Observable: a partial last key tile exists, holds at least 1/16 of the keys (so the rows
+  // that lose it lose real weight, beyond bf16's rounding), and some query row sees into it.
+  const std::int64_t partial_keys = attention_case.seq_len_k % block_n_of(attention_case);
+  RC_PRE(partial_keys != 0 && partial_keys * 16 >= attention_case.seq_len_k);
+  attention_case.causal =
+      attention_case.causal && attention_case.seq_len_q <= attention_case.seq_len_k;
+  const CaseResult result = run_case(attention_case, PlantedBug::drop_last_key_tile);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+// Query rows that see at least one key.
+std::int64_t visible_rows(const AttentionCase& attention_case) {
+  const std::int64_t per_head = attention_case.causal
+                                    ? std::min(attention_case.seq_len_q, attention_case.seq_len_k)
+                                    : attention_case.seq_len_q;
+  return attention_case.batch * attention_case.heads * per_head;
+}
+
+RC_GTEST_PROP(CpuFlashPlants, CausalOffByOneIsAlwaysCaught, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  attention_case.causal = true;
+  // Observable: the leaked key carries real weight in rows that see few keys. With 16+ query
+  // rows per head and at most 16 more keys than queries, the first rows see fewer than 33 keys.
+  RC_PRE(attention_case.seq_len_q >= 16);
+  RC_PRE(attention_case.seq_len_k <= attention_case.seq_len_q + 16);
+  const CaseResult result = run_case(attention_case, PlantedBug::causal_off_by_one);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, RunningMaxStartingAtZeroIsAlwaysCaughtOnLargeScores, ()) {
+  const AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::large_scores}, .injections = false});
+  // Observable: some row's scores all lie far below 0. Each row's offset is N(0, 200^2), so with
+  // 64+ rows that see keys the chance that none does is below 1e-10.
+  RC_PRE(visible_rows(attention_case) >= 64);
+  const CaseResult result = run_case(attention_case, PlantedBug::running_max_init_zero);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, SkippingTheOnlineRescaleIsAlwaysCaught, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  // Observable: rows see two or more full key tiles, so the running max grows after the first
+  // tile in about half the rows; with 64+ rows some grow by more than rounding hides.
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_k >= 2 * block_n_of(attention_case));
+  RC_PRE(visible_rows(attention_case) >= 64);
+  const CaseResult result = run_case(attention_case, PlantedBug::skip_rescale);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, NanForFullyMaskedRowsIsAlwaysCaught, ()) {
+  AttentionCase attention_case = *small_case();
+  attention_case.causal = true;
+  RC_PRE(attention_case.seq_len_q > attention_case.seq_len_k);  // rows that see no key exist
+  const CaseResult result = run_case(attention_case, PlantedBug::masked_row_nan);
+  RC_ASSERT(result.status == CaseStatus::fail);
+  RC_ASSERT(result.comparison.first_failure.has_value());
+  RC_ASSERT(result.comparison.first_failure->fault == ElementFault::nonfinite);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, LeavingThePartialLastQueryTileUnwrittenIsAlwaysCaught, ()) {
+  const AttentionCase attention_case = *small_case();
+  // Observable: a partial last query tile exists. Its rows keep the output's poison pattern,
+  // whatever the data.
+  RC_PRE(attention_case.seq_len_q % find_tile_config(attention_case.head_dim)->block_m != 0);
+  const CaseResult result = run_case(attention_case, PlantedBug::partial_last_query_tile_unwritten);
+  RC_ASSERT(result.status == CaseStatus::fail);
+  RC_ASSERT(result.comparison.first_failure.has_value());
+  RC_ASSERT(result.comparison.first_failure->fault == ElementFault::unwritten);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, TopLeftCausalMaskIsAlwaysCaught, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  attention_case.causal = true;
+  // Observable: seq_len_q != seq_len_k, where the two alignments differ by the shift
+  // |seq_len_k - seq_len_q|. With more keys, query 0 sees 1 key instead of 1 + shift; with more
+  // queries, the first rows see keys where they should see none (and write 0).
+  RC_PRE(attention_case.seq_len_q != attention_case.seq_len_k);
+  const CaseResult result = run_case(attention_case, PlantedBug::causal_top_left);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, SoftmaxScaleHardcodedForHeadDim64IsAlwaysCaught, ()) {
+  AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::normal}, .injections = false});
+  attention_case.softmax_scale = *rc::gen::element(0.0, 0.0, 0.09, 0.2);  // 0: 1/sqrt(head_dim)
+  // Observable: the scale the case asks for is not 1/8 (head_dim 64's), so the softmax runs at a
+  // temperature 1.2x to 2x off; N(0, 1) scores (std ~1) over 2+ visible keys per row make the
+  // probabilities, and so the output, move by far more than rounding.
+  RC_PRE(effective_softmax_scale(attention_case) != 0.125);
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_k >= 2);
+  const CaseResult result = run_case(attention_case, PlantedBug::scale_hardcoded_64);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, GqaHeadMappingByModuloIsAlwaysCaught, ()) {
+  const AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  // Observable: 1 < kv_heads < heads. Then head 1 reads kv head 1 % kv_heads = 1 instead of
+  // 1 / group = 0: independent keys and values, a different output. (MQA maps every head to 0,
+  // MHA every head to itself, both ways.)
+  RC_PRE(attention_case.kv_heads > 1 && attention_case.heads > attention_case.kv_heads);
+  const CaseResult result = run_case(attention_case, PlantedBug::gqa_modulo);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, PvAccumulatorInTheInputDtypeIsAlwaysCaughtOnLongRows, ()) {
+  AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::uniform}, .injections = false});
+  // Observable only on long rows, through the FlashAttention rule. Each key tile rounds the
+  // running accumulator to the dtype: an error of up to u relative to the partial sum, the size
+  // the tolerance already grants P's rounding, so a few tiles stay within the bound. Uniform data
+  // give nearly flat rows (scores within about +-1) whose outputs, means of many V, are small:
+  // the plain same-precision reference is accurate to about u |O| while the kernel's T roundings
+  // of partial sums of sqrt(keys) size add up, relative to |O|, like sqrt(T) ~ sqrt(seq_len_k).
+  // Measured over 384 such cases: the FlashAttention ratio is >= 1.4 from 6000 keys (94+ tiles)
+  // with 16+ query rows (a single row can pass, 0.89; 1.04 at 3000 keys); the correct kernel's
+  // stays <= 0.5 there.
+  // One head of one batch keeps a case of 8192 keys fast (no injection: a large V would make the
+  // rule's atol, u max |O|, as large as the error).
+  attention_case.batch = attention_case.heads = attention_case.kv_heads = 1;
+  attention_case.seq_len_k = *rc::gen::inRange<std::int64_t>(6000, 8193);
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_q >= 16);
+  const CaseResult result = run_case(attention_case, PlantedBug::pv_fp16_accumulation);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, UnpaddedBatchStrideIsAlwaysCaught, ()) {
+  AttentionCase attention_case = *small_case();
+  // Observable: row padding and a second batch. Batch 1 then reads and writes at the compact
+  // offset, inside batch 0's padded rows: it writes into the output's row padding and leaves its
+  // own outputs unwritten, whatever the data.
+  attention_case.batch = *rc::gen::inRange<std::int64_t>(2, 4);
+  attention_case.row_padding = *rc::gen::element<std::int64_t>(1, 8);
+  const CaseResult result = run_case(attention_case, PlantedBug::batch_stride_unpadded);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, NoMaxSubtractionIsAlwaysCaughtOnLargeScores, ()) {
+  const AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::large_scores}, .injections = false});
+  // Observable: some row's scores lie beyond exp's fp32 range: above +88.7 (exp overflows to
+  // inf, the row turns NaN) or all below -103 (every exp underflows, the row writes 0). Row
+  // offsets are N(0, 200^2): with 64+ rows that see keys, the chance that none does is < 1e-20.
+  RC_PRE(visible_rows(attention_case) >= 64);
+  const CaseResult result = run_case(attention_case, PlantedBug::no_max_subtraction);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, ReadingPastSeqLenKIsAlwaysCaught, ()) {
+  const AttentionCase attention_case = *small_case();
+  // Observable: a partial last key tile exists. Its rows past seq_len_k of the last batch's last
+  // kv head lie in the inputs' NaN guard tail: without the causal mask they enter the softmax (a
+  // NaN row sum, the row written as 0 or NaN); under it their probability is 0, but 0 x NaN in
+  // P V is NaN, as on tensor cores. Other heads read a neighbour's rows, wrong but finite.
+  RC_PRE(attention_case.seq_len_k % block_n_of(attention_case) != 0);
+  const CaseResult result = run_case(attention_case, PlantedBug::read_past_seq_len_k);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, StaleRowSumIsAlwaysCaught, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  // Observable: the last key tile holds at least 1/16 of the keys, so the row sum the output is
+  // divided by misses real weight (with one tile it is 0, and rows write 0). Not causal, so that
+  // every row sees all of the last tile.
+  attention_case.causal = false;
+  const std::int64_t block_n = block_n_of(attention_case);
+  const std::int64_t last_tile_keys = (attention_case.seq_len_k - 1) % block_n + 1;
+  RC_PRE(last_tile_keys * 16 >= attention_case.seq_len_k);
+  const CaseResult result = run_case(attention_case, PlantedBug::stale_row_sum);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
+  // Adding a plant to cpu_flash without a property that proves it is caught fails here.
+  const std::vector<PlantedBug> covered = {PlantedBug::drop_last_key_tile,
+                                           PlantedBug::causal_off_by_one,
+                                           PlantedBug::running_max_init_zero,
+                                           PlantedBug::skip_rescale,
+                                           PlantedBug::masked_row_nan,
+                                           PlantedBug::partial_last_query_tile_unwritten,
+                                           PlantedBug::causal_top_left,
+                                           PlantedBug::scale_hardcoded_64,
+                                           PlantedBug::gqa_modulo,
+                                           PlantedBug::pv_fp16_accumulation,
+                                           PlantedBug::batch_stride_unpadded,
+                                           PlantedBug::no_max_subtraction,
+                                           PlantedBug::read_past_seq_len_k,
+                                           PlantedBug::stale_row_sum};
+  const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
+  EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
+}
+
+}  // namespace
+}  // namespace attnfuzz

@@ -1,0 +1,178 @@
+// The CUDA kernels (cuda_flash, cuda_naive). What they declare is checked on every CUDA build;
+// running them needs a GPU, and without one those tests report skipped, never passed:
+//   - both pass every case of the shipped edge matrix and many random cases against the oracle;
+//   - every planted bug of cuda_flash, the GPU-only ones included, fails the edge matrix;
+//   - the same input twice gives bitwise identical output (no race in the correct kernel).
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <string>
+
+#include "fuzz/case_generator.h"
+#include "fuzz/properties.h"
+#include "kernels/cuda_device_probe.h"
+#include "kernels/device_coverage.h"
+#include "kernels/flash_tile_traits.h"
+#include "kernels/kernel_registry.h"
+#include "matrix/matrix_file.h"
+#include "run/case_runner.h"
+#include "support/printers.h"
+
+#if ATTNFUZZ_HAVE_CUDA
+
+namespace attnfuzz {
+namespace {
+
+#define ATTNFUZZ_SKIP_WITHOUT_GPU()                                                     \
+  if (!cuda_device_status().usable) {                                                   \
+    GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description; \
+  }
+
+CaseResult run_on(std::string_view kernel, const AttentionCase& attention_case,
+                  PlantedBug plant = PlantedBug::none) {
+  RunSettings settings;
+  settings.backend = Backend::cuda;
+  settings.kernel = std::string(kernel);
+  settings.plant = plant;
+  return CaseRunner(settings).run(attention_case);
+}
+
+AttentionProblem problem_with_head_dim(std::int64_t head_dim) {
+  AttentionCase attention_case;
+  attention_case.head_dim = head_dim;
+  return problem_of(attention_case);
+}
+
+// ---- what the kernels declare: host code, checked on every CUDA build ----
+
+TEST(CudaKernels, AreRegisteredAndRunOnTheDevice) {
+  for (const char* name : {"cuda_flash", "cuda_naive"}) {
+    const AttentionKernel* kernel = find_kernel(name);
+    ASSERT_NE(kernel, nullptr) << name;
+    EXPECT_EQ(kernel->site(), ExecutionSite::cuda_device) << name;
+  }
+}
+
+TEST(CudaFlash, CarriesEveryPlantOfTheCatalogueIncludingTheGpuOnlyOnes) {
+  const AttentionKernel& kernel = cuda_flash_kernel();
+  for (const PlantedBugInfo& info : kPlantedBugs)
+    EXPECT_TRUE(kernel.carries(info.bug)) << info.name;
+  EXPECT_TRUE(kernel.carries(PlantedBug::missing_syncthreads));
+  EXPECT_FALSE(cpu_flash_kernel().carries(PlantedBug::missing_syncthreads));
+  EXPECT_FALSE(cpu_flash_kernel().carries(PlantedBug::write_past_output_end));
+}
+
+TEST(CudaFlash, SupportsExactlyTheHeadDimsOfTheSharedTileTraits) {
+  for (const FlashTileConfig& config : kFlashTileConfigs) {
+    EXPECT_TRUE(cuda_flash_kernel().supports(problem_with_head_dim(config.head_dim)).supported)
+        << config.head_dim;
+  }
+  const SupportVerdict verdict = cuda_flash_kernel().supports(problem_with_head_dim(80));
+  EXPECT_FALSE(verdict.supported);
+  EXPECT_NE(verdict.reason.find("head_dim 80"), std::string::npos) << verdict.reason;
+}
+
+TEST(CudaNaive, SupportsAnyHeadDimButSaysWhyALongRowDoesNotFit) {
+  EXPECT_TRUE(cuda_naive_kernel().supports(problem_with_head_dim(80)).supported);
+  EXPECT_TRUE(cuda_naive_kernel().supports(problem_with_head_dim(1)).supported);
+  AttentionCase long_row;
+  long_row.seq_len_k = 1 << 20;
+  const SupportVerdict verdict = cuda_naive_kernel().supports(problem_of(long_row));
+  EXPECT_FALSE(verdict.supported);
+  EXPECT_NE(verdict.reason.find("seq_len_k"), std::string::npos) << verdict.reason;
+}
+
+TEST(CudaKernels, WithoutAGpuEveryCaseIsSkippedWithTheCudaReason) {
+  if (cuda_device_status().usable) GTEST_SKIP() << "this machine has a usable GPU";
+  const CaseResult result = run_on("cuda_flash", AttentionCase{});
+  EXPECT_EQ(result.status, CaseStatus::skip);
+  EXPECT_NE(result.reason.find("CUDA backend unavailable"), std::string::npos) << result.reason;
+}
+
+// ---- on the device ----
+
+class CudaKernelOnEdges : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaKernelOnEdges, PassesEveryCaseItSupports) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  int ran = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    const CaseResult result = run_on(GetParam(), attention_case);
+    EXPECT_NE(result.status, CaseStatus::fail) << attention_case.id << ": " << result.reason;
+    ran += result.status == CaseStatus::pass;
+  }
+  EXPECT_GT(ran, 100) << "most edge cases must run, not be skipped";
+}
+
+TEST_P(CudaKernelOnEdges, IsNeverFlaggedOnRandomCasesOfEveryDistribution) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  const rc::Gen<AttentionCase> generator =
+      small_case({.max_seq_len = 300, .distributions = {}, .injections = true});
+  for (int index = 0; index < 1000; ++index) {
+    const AttentionCase attention_case = generator(rc::Random(index + 1), 50).value();
+    const CaseResult result = run_on(GetParam(), attention_case);
+    ASSERT_NE(result.status, CaseStatus::fail)
+        << describe_case(attention_case) << ": " << result.reason;
+  }
+}
+
+TEST_P(CudaKernelOnEdges, GivesBitwiseIdenticalOutputForTheSameInputTwice) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  RunSettings settings;
+  settings.backend = Backend::cuda;
+  settings.kernel = GetParam();
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    const std::optional<std::string> failure =
+        check_property(Property::determinism, attention_case, settings);
+    EXPECT_FALSE(failure.has_value()) << attention_case.id << ": " << failure.value_or("");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Both, CudaKernelOnEdges, ::testing::Values("cuda_flash", "cuda_naive"));
+
+TEST(CudaFlash, RecordsDeviceCoverageOnlyWhileSwitchedOn) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  AttentionCase masked_rows;  // causal, seq_len_q > seq_len_k: the first 90 rows see no key
+  masked_rows.seq_len_q = 203;
+  masked_rows.seq_len_k = 113;
+  masked_rows.causal = true;
+  run_on("cuda_flash", masked_rows);
+  EXPECT_TRUE(take_device_coverage().empty()) << "off by default";
+
+  set_device_coverage(true);
+  run_on("cuda_flash", masked_rows);
+  const std::vector<std::uint8_t> points = take_device_coverage();
+  set_device_coverage(false);
+  ASSERT_EQ(points.size(), static_cast<std::size_t>(kDeviceCoverageCount));
+  const auto hit = [&](DeviceCoveragePoint point) { return points[static_cast<int>(point)] != 0; };
+  EXPECT_TRUE(hit(DeviceCoveragePoint::partial_query_tile));
+  EXPECT_TRUE(hit(DeviceCoveragePoint::partial_key_tile));
+  EXPECT_TRUE(hit(DeviceCoveragePoint::causal_tile_empty));
+  EXPECT_TRUE(hit(DeviceCoveragePoint::fully_masked_row));
+  EXPECT_TRUE(hit(DeviceCoveragePoint::causal_diagonal_tile));
+  EXPECT_FALSE(hit(DeviceCoveragePoint::shared_kv_head));
+  EXPECT_FALSE(hit(DeviceCoveragePoint::output_nonfinite));
+}
+
+class CudaFlashPlant : public ::testing::TestWithParam<PlantedBugInfo> {};
+
+TEST_P(CudaFlashPlant, FailsTheEdgeMatrix) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  if (GetParam().detector == PlantDetector::racecheck) {
+    GTEST_SKIP() << GetParam().name << " is a race: compute-sanitizer racecheck is its detector "
+                 << "(ctest cuda_flash.racecheck_finds_missing_syncthreads)";
+  }
+  int failed = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    failed += run_on("cuda_flash", attention_case, GetParam().bug).status == CaseStatus::fail;
+  }
+  EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any edge case";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlant, CudaFlashPlant, ::testing::ValuesIn(kPlantedBugs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace attnfuzz
+
+#endif  // ATTNFUZZ_HAVE_CUDA

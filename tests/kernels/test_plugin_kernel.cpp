@@ -1,0 +1,189 @@
+// Kernels from plugins (include/attnfuzz/attnfuzz_plugin.h): the example plugin passes every edge
+// case, its copy with a planted causal off-by-one fails with the failing element named, and each
+// malformed plugin is refused with a message that names its problem, through the loader and
+// through the real binary (exit 3).
+#include "kernels/plugin_kernel.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "core/file_io.h"
+#include "kernels/cuda_device_probe.h"
+#include "kernels/kernel_registry.h"
+#include "matrix/matrix_file.h"
+#include "run/case_runner.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Each plugin loads once per process (a second load of the same name is refused by design), so
+// tests that share a process share the loaded kernel.
+const AttentionKernel& plugin(const char* path, std::string_view name) {
+  if (const AttentionKernel* loaded = find_kernel(name)) return *loaded;
+  return load_plugin_kernel(path);
+}
+
+CaseResult run_on(const AttentionKernel& kernel, const AttentionCase& attention_case) {
+  RunSettings settings;
+  settings.kernel = std::string(kernel.name());
+  return CaseRunner(settings).run(attention_case);
+}
+
+std::string load_error(const char* path) {
+  try {
+    load_plugin_kernel(path);
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST(PluginKernel, TheExamplePluginReportsItsNameAndSiteAndPassesEveryEdgeCase) {
+  const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_PLUGIN, "example_cpu_attention");
+  EXPECT_EQ(example.name(), "example_cpu_attention");
+  EXPECT_EQ(example.site(), ExecutionSite::host);
+  EXPECT_EQ(find_kernel("example_cpu_attention"), &example);
+  int passed = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    const CaseResult result = run_on(example, attention_case);
+    ASSERT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+    ++passed;
+  }
+  EXPECT_GT(passed, 150);
+}
+
+TEST(PluginKernel, TheBuggyExampleFailsCausalCasesAndNamesTheFailingElement) {
+  const AttentionKernel& buggy =
+      plugin(ATTNFUZZ_EXAMPLE_BUGGY_PLUGIN, "example_cpu_attention_buggy");
+  EXPECT_EQ(buggy.name(), "example_cpu_attention_buggy");
+  int failed = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    const CaseResult result = run_on(buggy, attention_case);
+    if (!attention_case.causal) {
+      EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+    } else if (result.status == CaseStatus::fail) {
+      EXPECT_THAT(result.reason, ::testing::ContainsRegex("element \\(b=")) << attention_case.id;
+      ++failed;
+    }
+  }
+  EXPECT_GT(failed, 20) << "a causal off-by-one must fail most causal edge cases";
+}
+
+#ifdef ATTNFUZZ_EXAMPLE_CUDA_PLUGIN
+TEST(PluginKernel, TheCudaExamplePluginRunsOnTheDeviceAndPassesEveryEdgeCase) {
+  const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_CUDA_PLUGIN, "example_cuda_attention");
+  EXPECT_EQ(example.site(), ExecutionSite::cuda_device);
+  if (!cuda_device_status().usable) {
+    GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description;
+  }
+  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
+    const CaseResult result = run_on(example, attention_case);
+    EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+  }
+}
+#endif
+
+TEST(PluginKernel, LoadingTheSamePluginTwiceIsRefusedByName) {
+  plugin(ATTNFUZZ_EXAMPLE_PLUGIN, "example_cpu_attention");
+  EXPECT_THAT(load_error(ATTNFUZZ_EXAMPLE_PLUGIN),
+              HasSubstr("a kernel named 'example_cpu_attention' is already registered"));
+}
+
+TEST(PluginKernel, MalformedPluginsAreRefusedWithTheirProblemNamed) {
+  EXPECT_THAT(load_error(ATTNFUZZ_MISSING_FORWARD_PLUGIN),
+              HasSubstr("does not export attnfuzz_plugin_forward"));
+  EXPECT_THAT(load_error(ATTNFUZZ_WRONG_ABI_PLUGIN),
+              HasSubstr("built for plugin ABI version 42, this harness speaks 1"));
+  EXPECT_THAT(load_error("/no/such/plugin.so"), HasSubstr("/no/such/plugin.so: no such file"));
+  EXPECT_THAT(load_error(ATTNFUZZ_SOURCE_DIR "/README.md"), HasSubstr("cannot be loaded"));
+}
+
+TEST(PluginKernel, AnErrorStatusFailsTheCaseWithThePluginsMessageAndADeclineSkipsIt) {
+  const AttentionKernel& failing = plugin(ATTNFUZZ_ERROR_STATUS_PLUGIN, "error_status");
+  AttentionCase attention_case;
+  attention_case.seq_len_k = 10;
+  const CaseResult result = run_on(failing, attention_case);
+  EXPECT_EQ(result.status, CaseStatus::fail);
+  EXPECT_THAT(result.reason, HasSubstr("plugin returned status 1: workspace of 40960 bytes"));
+
+  attention_case.head_dim = 96;
+  const CaseResult declined = run_on(failing, attention_case);
+  EXPECT_EQ(declined.status, CaseStatus::skip);
+  EXPECT_THAT(declined.reason, HasSubstr("error_status (plugin): no head_dim 96 here"));
+}
+
+// ---- through the real binary ----
+
+struct BinaryRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+BinaryRun run_binary(const std::string& arguments) {
+  // Files of this process alone: ctest runs the tests of this binary in parallel processes.
+  const std::filesystem::path folder = std::filesystem::temp_directory_path();
+  const std::string stem = "attnfuzz_plugin_test_" + std::to_string(getpid());
+  const std::string out = (folder / (stem + ".out")).string();
+  const std::string err = (folder / (stem + ".err")).string();
+  const std::string command = std::string(ATTNFUZZ_FUZZ_ATTENTION) + " " + arguments + " >" + out +
+                              " 2>" + err + " </dev/null";
+  const int status = std::system(command.c_str());
+  BinaryRun run;
+  if (status != -1 && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  run.out = read_file(out);
+  run.err = read_file(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return run;
+}
+
+const std::string kSmallMatrix =
+    std::string(" --configs ") + ATTNFUZZ_SOURCE_DIR + "/corpus/matrix/sanitize.json --quiet";
+
+TEST(PluginKernelBinary, KernelLibRunsTheMatrixOnThePluginAndNamesItInReports) {
+  const BinaryRun run =
+      run_binary(std::string("--kernel-lib ") + ATTNFUZZ_EXAMPLE_PLUGIN + kSmallMatrix);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr(" passed, 0 failed"));
+}
+
+TEST(PluginKernelBinary, TheBuggyPluginExitsOneWithAReplayCommandThatLoadsIt) {
+  const BinaryRun run =
+      run_binary(std::string("--kernel-lib ") + ATTNFUZZ_EXAMPLE_BUGGY_PLUGIN + kSmallMatrix);
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("--kernel-lib " + std::string(ATTNFUZZ_EXAMPLE_BUGGY_PLUGIN)));
+  EXPECT_THAT(run.out, HasSubstr("--kernel example_cpu_attention_buggy"));
+}
+
+TEST(PluginKernelBinary, PropertiesRunOnThePlugin) {
+  const std::filesystem::path regressions =
+      std::filesystem::temp_directory_path() /
+      ("attnfuzz_plugin_regressions_" + std::to_string(getpid()));
+  const BinaryRun run = run_binary(std::string("--kernel-lib ") + ATTNFUZZ_EXAMPLE_BUGGY_PLUGIN +
+                                   " --properties --property causal_future_independence"
+                                   " --budget 20 --fail-fast --regressions " +
+                                   regressions.string());
+  std::filesystem::remove_all(regressions);
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_THAT(run.out + run.err, HasSubstr("--kernel-lib"));
+}
+
+TEST(PluginKernelBinary, AMalformedPluginIsAHarnessErrorExitThree) {
+  const BinaryRun run =
+      run_binary(std::string("--kernel-lib ") + ATTNFUZZ_WRONG_ABI_PLUGIN + kSmallMatrix);
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_THAT(run.err, HasSubstr("--kernel-lib: plugin "));
+  EXPECT_THAT(run.err, HasSubstr("ABI version 42"));
+}
+
+}  // namespace
+}  // namespace attnfuzz

@@ -1,0 +1,633 @@
+// Matrix files: expansion, layering, ids, includes, every error class, and the shipped corpus.
+#include "matrix/matrix_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/harness_error.h"
+#include "support/temporary_folder.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+
+// ---- helpers ----
+
+// Parses `text` as "test.json"; includes resolve among `files` by name.
+CaseMatrix parse(const std::string& text, const std::map<std::string, std::string>& files = {}) {
+  return parse_matrix_text(text, "test.json", [&files](const std::string& name) {
+    const auto found = files.find(name);
+    if (found == files.end()) throw HarnessError("no file " + name);
+    return found->second;
+  });
+}
+
+// The message of the HarnessError that `load` throws, or "" when it throws none.
+std::string error_from(const std::function<void()>& load) {
+  try {
+    load();
+  } catch (const HarnessError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// The message of the HarnessError that parsing `text` throws, or "" when it throws none.
+std::string error_of(const std::string& text,
+                     const std::map<std::string, std::string>& files = {}) {
+  return error_from([&] { parse(text, files); });
+}
+
+// A matrix with one case holding `case_json`'s keys.
+std::string one_case(const std::string& case_json) {
+  return R"({"name": "m", "cases": [)" + case_json + "]}";
+}
+
+auto fields_of(const AttentionCase& c) {
+  return std::tie(c.id, c.kernel, c.batch, c.heads, c.kv_heads, c.seq_len_q, c.seq_len_k,
+                  c.head_dim, c.dtype, c.causal, c.softmax_scale, c.layout, c.row_padding, c.data,
+                  c.seed, c.injection);
+}
+
+bool same_cases(const std::vector<AttentionCase>& a, const std::vector<AttentionCase>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const AttentionCase& x, const AttentionCase& y) { return fields_of(x) == fields_of(y); });
+}
+
+// Matrix files in a folder of the test's own (TemporaryFolder).
+class MatrixFileOnDisk : public TemporaryFolder {};
+
+const std::vector<AttentionCase>& edges_cases() {
+  static const std::vector<AttentionCase> cases = load_built_in_matrix("edges.json").cases;
+  return cases;
+}
+
+bool some_edge_case(const std::function<bool(const AttentionCase&)>& property) {
+  return std::any_of(edges_cases().begin(), edges_cases().end(), property);
+}
+
+// Whether some case of edges.json has these lengths (and is causal, when `causal`).
+bool some_edge_case_with_lengths(std::int64_t seq_len_q, std::int64_t seq_len_k,
+                                 bool causal = false) {
+  return some_edge_case([=](const AttentionCase& c) {
+    return c.seq_len_q == seq_len_q && c.seq_len_k == seq_len_k && (c.causal || !causal);
+  });
+}
+
+// ---- expansion ----
+
+TEST(MatrixFile, SeedMatrixExpandsToTwentySevenCases) {
+  const CaseMatrix matrix = load_built_in_matrix("seed27.json");
+  EXPECT_EQ(matrix.name, "seed27");
+  EXPECT_EQ(matrix.source, "built-in:seed27.json");
+  ASSERT_EQ(matrix.cases.size(), 27u);
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes;
+  for (const AttentionCase& c : matrix.cases) {
+    shapes.insert({c.batch, c.heads, c.seq_len_q});
+    EXPECT_EQ(c.seq_len_k, c.seq_len_q);
+    EXPECT_EQ(c.kv_heads, c.heads);
+    EXPECT_EQ(c.head_dim, 64);
+    EXPECT_EQ(c.dtype, Dtype::fp16);
+    EXPECT_FALSE(c.causal);
+    EXPECT_EQ(c.data, DataDistribution::normal);
+    EXPECT_EQ(c.seed, 1u);
+    EXPECT_EQ(c.layout, Layout::bshd);
+    EXPECT_EQ(c.row_padding, 0);
+  }
+  for (const std::int64_t batch : {16, 32, 48}) {
+    for (const std::int64_t heads : {4, 8, 16}) {
+      for (const std::int64_t seq_len : {448, 512, 640}) {
+        EXPECT_EQ(shapes.count({batch, heads, seq_len}), 1u)
+            << "B=" << batch << " H=" << heads << " S=" << seq_len;
+      }
+    }
+  }
+}
+
+TEST(MatrixFile, ProductVariesTheLastKeyOfTheKeyTableFastest) {
+  // Table order is batch, heads, ..., seq_len: seq_len turns fastest whatever the file's order.
+  const CaseMatrix matrix = load_built_in_matrix("seed27.json");
+  ASSERT_EQ(matrix.cases.size(), 27u);
+  const auto shape = [&](std::size_t i) {
+    const AttentionCase& c = matrix.cases[i];
+    return std::vector<std::int64_t>{c.batch, c.heads, c.seq_len_q};
+  };
+  EXPECT_EQ(shape(0), (std::vector<std::int64_t>{16, 4, 448}));
+  EXPECT_EQ(shape(1), (std::vector<std::int64_t>{16, 4, 512}));
+  EXPECT_EQ(shape(2), (std::vector<std::int64_t>{16, 4, 640}));
+  EXPECT_EQ(shape(3), (std::vector<std::int64_t>{16, 8, 448}));
+  EXPECT_EQ(shape(9), (std::vector<std::int64_t>{32, 4, 448}));
+  EXPECT_EQ(shape(26), (std::vector<std::int64_t>{48, 16, 640}));
+}
+
+TEST(MatrixFile, DefaultsApplyToEveryCase) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "defaults": {"batch": 3, "heads": 4, "head_dim": 128, "dtype": "bf16", "causal": true,
+                   "data": "uniform", "seed": 18446744073709551615, "kernel": "cpu_flash",
+                   "layout": "bhsd", "row_padding": 8, "softmax_scale": 0.5, "seq_len": 7},
+      "cases": [{}, {"batch": 1}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  for (const AttentionCase& c : matrix.cases) {
+    EXPECT_EQ(c.heads, 4);
+    EXPECT_EQ(c.kv_heads, 4);
+    EXPECT_EQ(c.seq_len_q, 7);
+    EXPECT_EQ(c.seq_len_k, 7);
+    EXPECT_EQ(c.head_dim, 128);
+    EXPECT_EQ(c.dtype, Dtype::bf16);
+    EXPECT_TRUE(c.causal);
+    EXPECT_EQ(c.data, DataDistribution::uniform);
+    EXPECT_EQ(c.seed, 18446744073709551615u);
+    EXPECT_EQ(c.kernel, "cpu_flash");
+    EXPECT_EQ(c.layout, Layout::bhsd);
+    EXPECT_EQ(c.row_padding, 8);
+    EXPECT_EQ(c.softmax_scale, 0.5);
+  }
+  EXPECT_EQ(matrix.cases[0].batch, 3);
+}
+
+TEST(MatrixFile, CaseKeysOverrideDefaults) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "defaults": {"batch": 3, "heads": 4, "dtype": "bf16", "causal": true},
+      "matrix": {"heads": 2},
+      "cases": [{"batch": 1, "dtype": "fp16", "causal": false}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[0].batch, 3);
+  EXPECT_EQ(matrix.cases[0].heads, 2);
+  EXPECT_EQ(matrix.cases[1].batch, 1);
+  EXPECT_EQ(matrix.cases[1].heads, 4);
+  EXPECT_EQ(matrix.cases[1].dtype, Dtype::fp16);
+  EXPECT_FALSE(matrix.cases[1].causal);
+}
+
+TEST(MatrixFile, SeqLenSetsBothQueryAndKeyLengths) {
+  const CaseMatrix matrix = parse(one_case(R"({"seq_len": 113})"));
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 113);
+  EXPECT_EQ(matrix.cases[0].seq_len_k, 113);
+}
+
+TEST(MatrixFile, SeqLenQAndSeqLenKApplyAfterSeqLenInTheSameObject) {
+  const CaseMatrix matrix = parse(one_case(R"({"seq_len_k": 203, "seq_len": 113})"));
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 113);
+  EXPECT_EQ(matrix.cases[0].seq_len_k, 203);
+}
+
+TEST(MatrixFile, CaseSeqLenOverridesDefaultSeqLenQAndSeqLenK) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "defaults": {"seq_len_q": 5, "seq_len_k": 6}, "cases": [{"seq_len": 9}]})");
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 9);
+  EXPECT_EQ(matrix.cases[0].seq_len_k, 9);
+}
+
+TEST(MatrixFile, KvHeadsDefaultsToHeads) {
+  const CaseMatrix matrix = parse(R"({"name": "m", "cases": [{"heads": 6}, {"heads": 6,
+      "kv_heads": 2}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[0].kv_heads, 6);
+  EXPECT_EQ(matrix.cases[1].kv_heads, 2);
+}
+
+TEST(MatrixFile, ArrayValuesInACaseExpandAsAProduct) {
+  const CaseMatrix matrix =
+      parse(one_case(R"({"seq_len_q": [1, 2, 3], "dtype": ["fp16", "bf16"], "causal": true})"));
+  ASSERT_EQ(matrix.cases.size(), 6u);
+  std::set<std::pair<std::int64_t, Dtype>> combinations;
+  for (const AttentionCase& c : matrix.cases) {
+    EXPECT_TRUE(c.causal);
+    combinations.insert({c.seq_len_q, c.dtype});
+  }
+  EXPECT_EQ(combinations.size(), 6u);
+  // seq_len_q comes before dtype in the key table, so dtype turns fastest.
+  EXPECT_EQ(matrix.cases[0].seq_len_q, 1);
+  EXPECT_EQ(matrix.cases[0].dtype, Dtype::fp16);
+  EXPECT_EQ(matrix.cases[1].seq_len_q, 1);
+  EXPECT_EQ(matrix.cases[1].dtype, Dtype::bf16);
+  EXPECT_EQ(matrix.cases[2].seq_len_q, 2);
+}
+
+TEST(MatrixFile, CaseIdsCountTheMatrixProductFirstThenCases) {
+  const CaseMatrix matrix = parse(R"({"name": "m",
+      "matrix": {"batch": [1, 2]},
+      "cases": [{"heads": 3}, {"heads": [4, 5]}]})");
+  ASSERT_EQ(matrix.cases.size(), 5u);
+  const std::vector<std::string> expected = {"m/0", "m/1", "m/2", "m/3", "m/4"};
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(matrix.cases[i].id, expected[i]);
+  EXPECT_EQ(matrix.cases[1].batch, 2);
+  EXPECT_EQ(matrix.cases[2].heads, 3);
+  EXPECT_EQ(matrix.cases[4].heads, 5);
+}
+
+TEST(MatrixFile, IncludedCasesComeFirstInOrderAndKeepTheirIds) {
+  const CaseMatrix matrix =
+      parse(R"({"name": "top", "include": ["a.json", "b.json"], "cases": [{"batch": 7}]})",
+            {{"a.json", R"({"name": "a", "cases": [{"batch": 1}, {"batch": 2}]})"},
+             {"b.json", R"({"name": "b", "cases": [{"batch": 3}]})"}});
+  EXPECT_EQ(matrix.name, "top");
+  std::vector<std::string> ids;
+  for (const AttentionCase& c : matrix.cases) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a/0", "a/1", "b/0", "top/0"}));
+  EXPECT_EQ(matrix.cases[2].batch, 3);
+  EXPECT_EQ(matrix.cases[3].batch, 7);
+}
+
+TEST(MatrixFile, IncludedMatricesDoNotTakeTheIncludingDefaults) {
+  const CaseMatrix matrix = parse(R"({"name": "top", "include": ["a.json"],
+      "defaults": {"heads": 8}})",
+                                  {{"a.json", R"({"name": "a", "cases": [{}]})"}});
+  ASSERT_EQ(matrix.cases.size(), 1u);
+  EXPECT_EQ(matrix.cases[0].heads, 1);
+}
+
+TEST_F(MatrixFileOnDisk, IncludePathsResolveRelativeToTheIncludingFile) {
+  write("top/pr.json", R"({"name": "pr", "include": ["sub/a.json"]})");
+  write("top/sub/a.json", R"({"name": "a", "include": ["../../other/b.json"],
+      "cases": [{"batch": 1}]})");
+  write("other/b.json", R"({"name": "b", "cases": [{"batch": 2}]})");
+  const CaseMatrix matrix = load_matrix_file(folder_ / "top" / "pr.json");
+  EXPECT_EQ(matrix.source, (folder_ / "top" / "pr.json").string());
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[0].id, "b/0");
+  EXPECT_EQ(matrix.cases[0].batch, 2);
+  EXPECT_EQ(matrix.cases[1].id, "a/0");
+}
+
+TEST_F(MatrixFileOnDisk, IncludeCycleIsAnError) {
+  write("a.json", R"({"name": "a", "include": ["b.json"], "cases": [{}]})");
+  write("b.json", R"({"name": "b", "include": ["./a.json"], "cases": [{}]})");
+  const std::string message = error_from([&] { load_matrix_file(folder_ / "a.json"); });
+  EXPECT_THAT(message, HasSubstr("include cycle"));
+  EXPECT_THAT(message, HasSubstr("/include/0"));
+  EXPECT_THAT(message, HasSubstr("b.json"));
+}
+
+TEST_F(MatrixFileOnDisk, MissingIncludeNamesTheIncludingFileAndThePath) {
+  const auto path = write("a.json", R"({"name": "a", "include": ["nope.json"]})");
+  const std::string message = error_from([&] { load_matrix_file(path); });
+  EXPECT_THAT(message, HasSubstr(path.string()));
+  EXPECT_THAT(message, HasSubstr("/include/0"));
+  EXPECT_THAT(message, HasSubstr("nope.json"));
+  EXPECT_THAT(message, HasSubstr("No such file or directory"));
+}
+
+TEST_F(MatrixFileOnDisk, ErrorInAnIncludedFileNamesThatFileAndWhereItWasIncluded) {
+  write("top.json", R"({"name": "top", "include": ["bad.json"]})");
+  write("bad.json", R"({"name": "bad", "cases": [{"heads": "six"}]})");
+  const std::string message = error_from([&] { load_matrix_file(folder_ / "top.json"); });
+  EXPECT_THAT(message, HasSubstr("bad.json: case bad/0 (/cases/0), field /cases/0/heads"));
+  EXPECT_THAT(message, HasSubstr("included from"));
+}
+
+TEST_F(MatrixFileOnDisk, UnreadableFileNamesThePathAndTheReason) {
+  const std::filesystem::path missing = folder_ / "missing.json";
+  const std::string message = error_from([&] { load_matrix_file(missing); });
+  EXPECT_THAT(message, HasSubstr(missing.string()));
+  EXPECT_THAT(message, HasSubstr("No such file or directory"));
+}
+
+// ---- documents that parse ----
+
+TEST(MatrixFile, TheSameKeyInDifferentObjectsIsFine) {
+  const CaseMatrix matrix =
+      parse(R"({"name": "m", "defaults": {"batch": 2}, "cases": [{"batch": 1}, {"batch": 3}]})");
+  ASSERT_EQ(matrix.cases.size(), 2u);
+  EXPECT_EQ(matrix.cases[1].batch, 3);
+}
+
+TEST(MatrixFile, NameWithAnEscapedNonAsciiLetterIsFine) {
+  EXPECT_EQ(error_of(R"({"name": "caf\u00e9 matrix", "cases": [{}]})"), "");
+}
+
+TEST(MatrixFile, InjectSetsTheCasesSpecialValueInjection) {
+  const CaseMatrix matrix = parse(R"({"name": "m", "defaults": {"inject": "q:subnormal:2"},
+      "cases": [{}, {"inject": "v:large:4"}, {"inject": ["none", "k:negative_zero:1"]}]})");
+  ASSERT_EQ(matrix.cases.size(), 4u);
+  EXPECT_EQ(matrix.cases[0].injection,
+            (SpecialValueInjection{SpecialValue::subnormal, TensorRole::query, 2}));
+  EXPECT_EQ(matrix.cases[1].injection,
+            (SpecialValueInjection{SpecialValue::large, TensorRole::value, 4}));
+  EXPECT_EQ(matrix.cases[2].injection, SpecialValueInjection{});
+  EXPECT_EQ(matrix.cases[3].injection,
+            (SpecialValueInjection{SpecialValue::negative_zero, TensorRole::key, 1}));
+  // Without the key, nothing is injected.
+  EXPECT_EQ(parse(one_case("{}")).cases[0].injection, SpecialValueInjection{});
+}
+
+// ---- errors: the document, its includes, its defaults and whole cases ----
+
+// A document the reader rejects, and what the HarnessError's message must hold.
+struct MatrixErrorRow {
+  const char* name;                               // the test's name
+  std::string json;                               // parsed as "test.json"
+  std::vector<std::string> fragments;             // each one is in the message
+  std::map<std::string, std::string> files = {};  // the files its includes resolve to
+};
+
+void PrintTo(const MatrixErrorRow& row, std::ostream* out) {
+  *out << row.name << ": " << row.json;
+}
+
+const std::vector<MatrixErrorRow> kMatrixErrors = {
+    // the document
+    {"MalformedJsonNamesTheFileAndTheBytePosition",
+     R"({"name": "m", "cases": [}])",
+     {"test.json", "malformed JSON at byte 25"}},
+    {"NumberBeyondDoubleIsMalformedJson",
+     one_case(R"({"softmax_scale": 1e999})"),
+     {"test.json: malformed JSON", "1e999"}},
+    {"KeyGivenTwiceInTheTopLevelObject",
+     R"({"name": "m", "name": "n", "cases": [{}]})",
+     {"field /name: key given twice in one object"}},
+    {"KeyGivenTwiceInACase",
+     R"({"name": "m", "cases": [{}, {"batch": 1, "heads": 2, "batch": 3}]})",
+     {"field /cases/1/batch: key given twice"}},
+    {"KeyGivenTwiceInAnObjectInsideAMatrixValue",
+     R"({"name": "m", "matrix": {"seq_len": [[1], {"a": 1, "a": 2}]}, "cases": [{}]})",
+     {"field /matrix/seq_len/1/a: key given twice"}},
+    {"TopLevelThatIsNotAnObject", "[1, 2]", {"expected a JSON object, got array"}},
+    {"NameWithAControlCharacter",
+     R"({"name": "a\u0001b", "cases": [{}]})",
+     {"field /name: contains a control character"}},
+    {"NameWithATab", R"({"name": "a\tb", "cases": [{}]})", {"contains a control character"}},
+    {"MissingName", R"({"cases": [{}]})", {"/name"}},
+    {"NameThatIsNotAString", R"({"name": 3, "cases": [{}]})", {"field /name"}},
+    {"UnknownTopLevelKey",
+     R"({"name": "m", "cases": [{}], "extra": 1})",
+     {"field /extra", "unknown top-level key \"extra\""}},
+    {"MatrixWithoutCases", R"({"name": "m"})", {"no cases"}},
+    {"MatrixWithAnEmptyCaseList", R"({"name": "m", "cases": []})", {"no cases"}},
+    {"EmptyArray",
+     R"({"name": "m", "matrix": {"batch": []}})",
+     {"field /matrix/batch: empty array"}},
+    {"CaseThatIsNotAnObject",
+     R"({"name": "m", "cases": [{}, 3]})",
+     {"case m/1 (/cases/1): expected an object"}},
+    // includes
+    {"FileIncludingItself",
+     R"({"name": "t", "include": ["self.json"]})",
+     {"include cycle"},
+     {{"self.json", R"({"name": "s", "include": ["self.json"]})"}}},
+    {"IncludingOneMatrixTwice",
+     R"({"name": "t", "include": ["a.json", "a.json"]})",
+     {"/include/1"},
+     {{"a.json", R"({"name": "a", "cases": [{}]})"}}},
+    // defaults, later cases and the matrix product
+    {"ArrayInDefaults",
+     R"({"name": "m", "defaults": {"batch": [1, 2]}, "cases": [{}]})",
+     {"field /defaults/batch"}},
+    {"UnknownDefaultsKeyNamesItsPointer",
+     R"({"name": "m", "defaults": {"sequence": 4}, "cases": [{}]})",
+     {"field /defaults/sequence"}},
+    {"MalformedInjectInDefaults",
+     R"({"name": "m", "defaults": {"inject": "x:zero:1"}, "cases": [{}]})",
+     {"field /defaults/inject"}},
+    {"UnknownCaseKeyNamesItsPointer",
+     R"({"name": "m", "cases": [{}, {}, {"headz": 4}]})",
+     {"case m/2 (/cases/2), field /cases/2/headz", "unknown key \"headz\""}},
+    {"WrongTypeInsideAnArrayNamesTheElement",
+     R"({"name": "m", "matrix": {"seq_len": [1, "x"]}})",
+     {"case m/1 (/matrix), field /matrix/seq_len/1"}},
+    // the whole case
+    {"CombinationErrorNamesTheDefaultItCameFrom",
+     R"({"name": "m", "defaults": {"kv_heads": 4}, "cases": [{"heads": 8}, {"heads": 6}]})",
+     {"case m/1 (/cases/1), field /defaults/kv_heads"}},
+    {"CaseLargerThanPhysicalMemory",
+     one_case(R"({"batch": 1024, "heads": 64, "seq_len": 1048576, "head_dim": 128})"),
+     {"case m/0 (/cases/0)", "GiB", "physical memory"}},
+};
+
+class MatrixFileError : public ::testing::TestWithParam<MatrixErrorRow> {};
+
+TEST_P(MatrixFileError, IsAHarnessErrorWhoseMessageHoldsEveryFragment) {
+  const std::string message = error_of(GetParam().json, GetParam().files);
+  ASSERT_NE(message, "") << "no error";
+  for (const std::string& fragment : GetParam().fragments) {
+    EXPECT_THAT(message, HasSubstr(fragment));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(MatrixFile, MatrixFileError, ::testing::ValuesIn(kMatrixErrors),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- errors: one bad field in a matrix's only case ----
+
+// The only case of a matrix (one_case), and what the HarnessError's message must hold: the field's
+// pointer, "field /cases/0/<field>", and `fragments`.
+struct BadCaseFieldRow {
+  const char* name;                         // the test's name
+  const char* case_json;                    // the keys of the case
+  const char* field;                        // the key the message names
+  std::vector<std::string> fragments = {};  // more that is in the message
+};
+
+void PrintTo(const BadCaseFieldRow& row, std::ostream* out) {
+  *out << row.name << ": " << row.case_json;
+}
+
+const std::vector<BadCaseFieldRow> kBadCaseFields = {
+    // the wrong type
+    {"StringWhereAnIntegerIsExpected",
+     R"({"heads": "6"})",
+     "heads",
+     {"expected a positive integer, got string"}},
+    {"BooleanWhereAnIntegerIsExpected", R"({"batch": true})", "batch"},
+    {"FractionWhereAnIntegerIsExpected", R"({"head_dim": 3.5})", "head_dim"},
+    {"IntegralFractionWhereAnIntegerIsExpected", R"({"head_dim": 64.0})", "head_dim"},
+    {"NonBooleanCausal", R"({"causal": 1})", "causal"},
+    {"KernelThatIsNotAString", R"({"kernel": 1})", "kernel"},
+    {"InjectThatIsNotAString", R"({"inject": 4})", "inject"},
+    // out of range
+    {"ZeroSize", R"({"seq_len_k": 0})", "seq_len_k", {"must be a positive integer"}},
+    {"NegativeSize", R"({"batch": -2})", "batch"},
+    {"NegativeRowPadding", R"({"row_padding": -1})", "row_padding"},
+    {"NegativeSeed", R"({"seed": -1})", "seed"},
+    {"SeedBeyondUint64", R"({"seed": 18446744073709551616})", "seed"},
+    {"ZeroSoftmaxScale", R"({"softmax_scale": 0})", "softmax_scale"},
+    {"NegativeSoftmaxScale", R"({"softmax_scale": -0.5})", "softmax_scale"},
+    // an unknown name
+    {"UnknownDtype", R"({"dtype": "fp8"})", "dtype", {"unknown dtype \"fp8\""}},
+    {"UnknownDistribution",
+     R"({"data": "gaussian"})",
+     "data",
+     {"unknown data distribution \"gaussian\""}},
+    {"UnknownLayout", R"({"layout": "sbhd"})", "layout", {"unknown layout \"sbhd\""}},
+    // a malformed injection
+    {"InjectOfAnUnknownKind",
+     R"({"inject": "v:huge:4"})",
+     "inject",
+     {"invalid injection", "<q|k|v>:<kind>:<count>"}},
+    {"InjectOfNoElements",
+     R"({"inject": "v:large:0"})",
+     "inject",
+     {"invalid injection", "<q|k|v>:<kind>:<count>"}},
+    {"InjectWithoutACount",
+     R"({"inject": "v:large"})",
+     "inject",
+     {"invalid injection", "<q|k|v>:<kind>:<count>"}},
+    {"EmptyInject", R"({"inject": ""})", "inject", {"invalid injection", "<q|k|v>:<kind>:<count>"}},
+    // fields that cannot go together
+    {"HeadsNotAMultipleOfKvHeads",
+     R"({"heads": 6, "kv_heads": 4})",
+     "kv_heads",
+     {"heads 6 is not a multiple of kv_heads 4"}},
+    {"KvHeadsAboveHeads", R"({"heads": 2, "kv_heads": 4})", "kv_heads", {"exceeds heads"}},
+    {"ElementCountOverflow",
+     R"({"batch": 1099511627776, "seq_len": 1099511627776})",
+     "seq_len",
+     {"overflows int64"}},
+};
+
+class BadCaseField : public ::testing::TestWithParam<BadCaseFieldRow> {};
+
+TEST_P(BadCaseField, IsAHarnessErrorNamingTheField) {
+  const BadCaseFieldRow& row = GetParam();
+  const std::string message = error_of(one_case(row.case_json));
+  ASSERT_NE(message, "") << "no error";
+  EXPECT_THAT(message, HasSubstr(std::string("field /cases/0/") + row.field));
+  for (const std::string& fragment : row.fragments) EXPECT_THAT(message, HasSubstr(fragment));
+}
+
+INSTANTIATE_TEST_SUITE_P(MatrixFile, BadCaseField, ::testing::ValuesIn(kBadCaseFields),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- built-ins and the shipped corpus ----
+
+TEST(MatrixFile, BuiltInMatrixNamesListTheShippedFiles) {
+  const std::vector<std::string> names = built_in_matrix_names();
+  for (const char* name : {"edges.json", "pr.json", "seed27.json"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+}
+
+TEST(MatrixFile, UnknownBuiltInMatrixIsAnError) {
+  EXPECT_THAT(error_from([] { load_built_in_matrix("nope.json"); }), HasSubstr("nope.json"));
+}
+
+// Edges first: they are small and catch most bugs, so a failing PR run with --fail-fast stops in
+// seconds instead of after the seed's large cases.
+TEST(MatrixFile, BuiltInPrIsEdgesFollowedBySeed27) {
+  const CaseMatrix pr = load_built_in_matrix("pr.json");
+  EXPECT_EQ(pr.name, "pr");
+  EXPECT_EQ(pr.source, "built-in:pr.json");
+  std::vector<AttentionCase> expected = edges_cases();
+  for (const AttentionCase& c : load_built_in_matrix("seed27.json").cases) expected.push_back(c);
+  EXPECT_EQ(pr.cases.size(), expected.size());
+  EXPECT_TRUE(same_cases(pr.cases, expected));
+  EXPECT_EQ(pr.cases.front().id, "edges/0");
+  EXPECT_EQ(pr.cases[expected.size() - 27].id, "seed27/0");
+}
+
+TEST(MatrixFile, EveryShippedFileLoadsFromDiskAndEqualsItsBuiltInCopy) {
+  const std::filesystem::path folder = std::filesystem::path(ATTNFUZZ_SOURCE_DIR) / "corpus/matrix";
+  std::set<std::string> on_disk;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string name = entry.path().filename().string();
+    on_disk.insert(name);
+    SCOPED_TRACE(name);
+    const CaseMatrix from_disk = load_matrix_file(entry.path());
+    const CaseMatrix built_in = load_built_in_matrix(name);
+    EXPECT_EQ(from_disk.name, built_in.name);
+    EXPECT_EQ(from_disk.source, entry.path().string());
+    EXPECT_TRUE(same_cases(from_disk.cases, built_in.cases));
+  }
+  const std::vector<std::string> names = built_in_matrix_names();
+  EXPECT_EQ(on_disk, std::set<std::string>(names.begin(), names.end()));
+}
+
+// ---- edges.json covers the edges ----
+
+TEST(EdgesMatrix, StaysSmall) {
+  double work = 0.0;
+  for (const AttentionCase& c : edges_cases()) {
+    EXPECT_LE(c.batch, 2) << c.id;
+    EXPECT_LE(c.heads, 6) << c.id;
+    work += static_cast<double>(c.batch) * static_cast<double>(c.heads) *
+            static_cast<double>(c.seq_len_q) * static_cast<double>(c.seq_len_k) *
+            static_cast<double>(c.head_dim);
+  }
+  EXPECT_LT(work, 3e9);
+}
+
+TEST(EdgesMatrix, CoversSeqLensAroundTileEdges) {
+  for (const std::int64_t seq_len : {1, 97, 113, 127, 1023, 1025}) {
+    EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) {
+      return c.seq_len_q == seq_len && c.seq_len_k == seq_len;
+    })) << seq_len;
+  }
+}
+
+TEST(EdgesMatrix, CoversUnequalSeqLensBothWays) {
+  EXPECT_TRUE(some_edge_case_with_lengths(113, 203));
+  EXPECT_TRUE(some_edge_case_with_lengths(203, 113));
+  EXPECT_TRUE(some_edge_case_with_lengths(1, 1025));
+  EXPECT_TRUE(some_edge_case_with_lengths(1025, 1));
+}
+
+TEST(EdgesMatrix, CoversCausalRowsThatAreFullyMasked) {
+  EXPECT_TRUE(some_edge_case_with_lengths(203, 113, /*causal=*/true));
+  EXPECT_TRUE(some_edge_case_with_lengths(97, 1, /*causal=*/true));
+}
+
+TEST(EdgesMatrix, CoversCausalWithFewerQueriesThanKeys) {
+  EXPECT_TRUE(
+      some_edge_case([](const AttentionCase& c) { return c.causal && c.seq_len_q < c.seq_len_k; }));
+}
+
+TEST(EdgesMatrix, CoversGroupedAndMultiQueryAttention) {
+  EXPECT_TRUE(
+      some_edge_case([](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 2; }));
+  EXPECT_TRUE(
+      some_edge_case([](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 1; }));
+}
+
+TEST(EdgesMatrix, CoversHeadDims32And64And128) {
+  for (const std::int64_t head_dim : {32, 64, 128}) {
+    EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) { return c.head_dim == head_dim; }))
+        << head_dim;
+  }
+}
+
+TEST(EdgesMatrix, CoversEveryDistributionInBothDtypesAtATailShapeCausalAndNot) {
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    for (const Dtype dtype : {Dtype::fp16, Dtype::bf16}) {
+      for (const bool causal : {false, true}) {
+        EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) {
+          return c.data == info.distribution && c.dtype == dtype && c.causal == causal &&
+                 c.seq_len_q % 64 != 0 && c.seq_len_k % 64 != 0;
+        })) << info.name
+            << " " << dtype_name(dtype) << (causal ? " causal" : "");
+      }
+    }
+  }
+}
+
+TEST(EdgesMatrix, CoversBhsdLayoutAndRowPadding) {
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.layout == Layout::bhsd; }));
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.row_padding == 8; }));
+}
+
+TEST(EdgesMatrix, CoversAnUnsupportedHeadDim) {
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.head_dim == 80; }));
+}
+
+TEST(EdgesMatrix, CoversBothDtypes) {
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.dtype == Dtype::fp16; }));
+  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.dtype == Dtype::bf16; }));
+}
+
+}  // namespace
+}  // namespace attnfuzz

@@ -1,0 +1,197 @@
+// The tolerance: what it accepts, what it rejects, and how it reports the first failing element.
+#include "oracle/tolerance.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "case/attention_case.h"
+#include "case/data_distribution.h"
+#include "oracle/plain_attention.h"
+#include "run/guarded_output.h"
+
+namespace attnfuzz {
+namespace {
+
+// One case's inputs, reference and plain reference, with an output buffer to fill by hand.
+struct Fixture {
+  AttentionProblem problem;
+  AttentionInputs inputs;
+  ReferenceAttention reference;
+  std::vector<float> plain;
+  GuardedOutput output;
+
+  explicit Fixture(AttentionCase attention_case)
+      : problem(problem_of(attention_case)),
+        inputs(generate_inputs(problem, attention_case.data, attention_case.seed)),
+        reference(reference_attention(problem, tensors())),
+        plain(plain_attention(problem, tensors())),
+        output(problem) {}
+
+  AttentionTensors tensors() {
+    return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  }
+  std::uint16_t& element(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d) {
+    return output.data()[b * problem.o_strides.batch + i * problem.o_strides.seq +
+                         h * problem.o_strides.head + d];
+  }
+  std::int64_t compact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d) const {
+    return ((b * problem.heads + h) * problem.seq_len_q + i) * problem.head_dim + d;
+  }
+  // The best output a kernel can produce: the reference rounded once to the dtype.
+  void write_rounded_reference() {
+    for (std::int64_t b = 0; b < problem.batch; ++b)
+      for (std::int64_t h = 0; h < problem.heads; ++h)
+        for (std::int64_t i = 0; i < problem.seq_len_q; ++i)
+          for (std::int64_t d = 0; d < problem.head_dim; ++d)
+            element(b, h, i, d) = float_to_dtype(
+                static_cast<float>(reference.output[compact(b, h, i, d)]), problem.dtype);
+  }
+  Comparison compare() const {
+    return compare_to_reference(problem, reference, plain, output.data());
+  }
+};
+
+AttentionCase small(Dtype dtype = Dtype::fp16, bool causal = false) {
+  AttentionCase attention_case;
+  attention_case.batch = 2;
+  attention_case.heads = 4;
+  attention_case.kv_heads = 2;
+  attention_case.seq_len_q = 37;
+  attention_case.seq_len_k = causal ? 20 : 70;
+  attention_case.head_dim = 32;
+  attention_case.dtype = dtype;
+  attention_case.causal = causal;
+  attention_case.layout = Layout::bhsd;
+  attention_case.row_padding = 3;
+  return attention_case;
+}
+
+TEST(Tolerance, TheRoundedReferencePassesWithRoomToSpare) {
+  for (const Dtype dtype : {Dtype::fp16, Dtype::bf16}) {
+    Fixture fixture(small(dtype, true));
+    fixture.write_rounded_reference();
+    const Comparison comparison = fixture.compare();
+    EXPECT_TRUE(comparison.passed) << comparison.reason;
+    // One rounding costs at most u|O|, and the bound has at least u|O| + 2u A >= 3u|O| in it.
+    EXPECT_LE(comparison.bound_ratio, 0.5);
+    EXPECT_GT(comparison.correlation, 0.999);
+  }
+}
+
+TEST(Tolerance, AnElementMovedByMoreThanItsBoundFailsAndIsNamed) {
+  Fixture fixture(small());
+  fixture.write_rounded_reference();
+  const std::int64_t b = 1, h = 2, i = 30, d = 7;
+  const double expected = fixture.reference.output[fixture.compact(b, h, i, d)];
+  const double allowed = allowed_error(fixture.problem, fixture.reference, b, h, i, d);
+  fixture.element(b, h, i, d) =
+      float_to_dtype(static_cast<float>(expected + 3.0 * allowed), fixture.problem.dtype);
+  const Comparison comparison = fixture.compare();
+  EXPECT_FALSE(comparison.passed);
+  ASSERT_TRUE(comparison.first_failure.has_value());
+  EXPECT_EQ(comparison.first_failure->fault, ElementFault::beyond_bound);
+  EXPECT_EQ(comparison.first_failure->batch, b);
+  EXPECT_EQ(comparison.first_failure->head, h);
+  EXPECT_EQ(comparison.first_failure->row, i);
+  EXPECT_EQ(comparison.first_failure->dim, d);
+  EXPECT_EQ(comparison.failing_elements, 1);
+  EXPECT_GT(comparison.error_ratio, 1.0);
+  EXPECT_NE(comparison.reason.find("element (b=1, h=2, i=30, d=7)"), std::string::npos)
+      << comparison.reason;
+}
+
+TEST(Tolerance, TheFirstFailingElementIsTheFirstInBatchHeadRowDimOrder) {
+  Fixture fixture(small());
+  fixture.write_rounded_reference();
+  fixture.element(1, 0, 0, 0) = float_to_fp16(1000.0f);
+  fixture.element(0, 3, 5, 1) = float_to_fp16(-1000.0f);
+  const Comparison comparison = fixture.compare();
+  ASSERT_TRUE(comparison.first_failure.has_value());
+  EXPECT_EQ(comparison.first_failure->batch, 0);
+  EXPECT_EQ(comparison.first_failure->head, 3);
+  EXPECT_EQ(comparison.failing_elements, 2);
+}
+
+TEST(Tolerance, AnUnwrittenElementFailsAsNeverWritten) {
+  Fixture fixture(small());
+  fixture.write_rounded_reference();
+  fixture.element(0, 1, 2, 3) = traits_of(fixture.problem.dtype).poison_bits;
+  const Comparison comparison = fixture.compare();
+  ASSERT_TRUE(comparison.first_failure.has_value());
+  EXPECT_EQ(comparison.first_failure->fault, ElementFault::unwritten);
+  EXPECT_NE(comparison.reason.find("never written"), std::string::npos) << comparison.reason;
+}
+
+TEST(Tolerance, NanOrInfinityWhereTheReferenceIsFiniteAlwaysFails) {
+  for (const std::uint16_t bits :
+       {std::uint16_t{0x7E00}, std::uint16_t{0x7C00}, std::uint16_t{0xFC00}}) {
+    Fixture fixture(small());
+    fixture.write_rounded_reference();
+    fixture.element(1, 3, 36, 31) = bits;
+    const Comparison comparison = fixture.compare();
+    ASSERT_TRUE(comparison.first_failure.has_value());
+    EXPECT_EQ(comparison.first_failure->fault, ElementFault::nonfinite);
+    EXPECT_FALSE(comparison.passed);
+  }
+}
+
+TEST(Tolerance, AFullyMaskedRowMustBeExactlyZero) {
+  // Causal with 37 queries over 20 keys: rows 0..16 see no key.
+  Fixture fixture(small(Dtype::fp16, true));
+  fixture.write_rounded_reference();
+  EXPECT_TRUE(fixture.compare().passed);
+  fixture.element(0, 0, 3, 0) = 0x0001;  // the smallest fp16 subnormal, 2^-24
+  const Comparison comparison = fixture.compare();
+  EXPECT_FALSE(comparison.passed);
+  ASSERT_TRUE(comparison.first_failure.has_value());
+  EXPECT_EQ(comparison.first_failure->row, 3);
+}
+
+TEST(Tolerance, TheBoundScalesWithTheDtypesUnitRoundoff) {
+  // The same data in bf16 (u = 2^-8) is allowed about 8x the fp16 error (u = 2^-11).
+  Fixture fp16(small(Dtype::fp16));
+  Fixture bf16(small(Dtype::bf16));
+  const double fp16_allowed = allowed_error(fp16.problem, fp16.reference, 0, 0, 10, 0);
+  const double bf16_allowed = allowed_error(bf16.problem, bf16.reference, 0, 0, 10, 0);
+  const double ratio = (bf16_allowed / bf16.reference.magnitude[fp16.compact(0, 0, 10, 0)]) /
+                       (fp16_allowed / fp16.reference.magnitude[fp16.compact(0, 0, 10, 0)]);
+  EXPECT_GT(ratio, 6.0);
+  EXPECT_LT(ratio, 8.5);
+}
+
+TEST(Tolerance, FlashAttentionsRuleComparesWithTwiceThePlainError) {
+  Fixture fixture(small());
+  fixture.write_rounded_reference();
+  const Comparison comparison = fixture.compare();
+  EXPECT_GT(comparison.plain_max_abs_error, 0.0);
+  EXPECT_DOUBLE_EQ(
+      comparison.fa_rule_ratio,
+      comparison.max_abs_error / (2.0 * comparison.plain_max_abs_error + comparison.fa_rule_atol));
+  EXPECT_DOUBLE_EQ(comparison.error_ratio,
+                   std::max(comparison.bound_ratio, comparison.fa_rule_ratio));
+}
+
+TEST(Tolerance, FlashAttentionsRuleAloneCanFailACase) {
+  // With a plain reference that has no error, the rule allows only its atol, one output rounding
+  // of the largest value (u max|O|). Moving every element by 0.6 of its own bound keeps every
+  // element inside the per-element bound (>= 3u|O|), yet the largest move exceeds u max|O|.
+  Fixture fixture(small());
+  fixture.plain.assign(fixture.reference.output.begin(), fixture.reference.output.end());
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t h = 0; h < 4; ++h)
+      for (std::int64_t i = 0; i < 37; ++i)
+        for (std::int64_t d = 0; d < 32; ++d) {
+          const double moved = fixture.reference.output[fixture.compact(b, h, i, d)] +
+                               0.6 * allowed_error(fixture.problem, fixture.reference, b, h, i, d);
+          fixture.element(b, h, i, d) = float_to_fp16(static_cast<float>(moved));
+        }
+  const Comparison comparison = fixture.compare();
+  EXPECT_LE(comparison.bound_ratio, 1.0);
+  EXPECT_GT(comparison.fa_rule_ratio, 1.0);
+  EXPECT_FALSE(comparison.passed);
+  EXPECT_NE(comparison.reason.find("FlashAttention rule"), std::string::npos) << comparison.reason;
+}
+
+}  // namespace
+}  // namespace attnfuzz

@@ -1,0 +1,333 @@
+// The HTML report: the page parses as XML, the heatmap has one cell per grid point with failing
+// and skipped cells marked, failures and skips are listed, the environment is shown, every piece of
+// report text is escaped, and nothing is loaded from anywhere.
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <tinyxml2.h>
+
+#include "report/report_writers.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using tinyxml2::XMLDocument;
+using tinyxml2::XMLElement;
+
+CaseResult result_of(const std::string& id, std::int64_t seq_len, std::int64_t batch,
+                     std::int64_t heads, CaseStatus status, double error_ratio) {
+  CaseResult result;
+  result.attention_case.id = id;
+  result.attention_case.seq_len_q = seq_len;
+  result.attention_case.seq_len_k = seq_len;
+  result.attention_case.batch = batch;
+  result.attention_case.heads = heads;
+  result.attention_case.kv_heads = heads;
+  result.kernel_name = "cpu_flash";
+  result.status = status;
+  result.ran = status != CaseStatus::skip;
+  result.comparison.error_ratio = error_ratio;
+  result.comparison.elements = 4096;
+  if (status == CaseStatus::fail) {
+    result.reason = "element (b=0, h=0, i=3, d=7): beyond bound";
+    result.comparison.failing_elements = 12;
+  }
+  if (status == CaseStatus::skip) result.reason = "no tile for head_dim 80";
+  return result;
+}
+
+// Grid points (kernel, dtype, H, Sq, Sk, B): s/0 and s/1 share one (another head_dim), s/4 is
+// bf16 at the same shape as s/0, so eight cases make seven cells.
+RunReport sample_run() {
+  RunReport report;
+  report.summary.matrix_name = "sample";
+  report.summary.matrix_source = "corpus/matrix/sample.json";
+  report.summary.wall_seconds = 12.5;
+  report.environment.harness_version = "0.1.0";
+  report.environment.git_commit = "abc1234";
+  report.environment.compiler = "GNU 12.2.0";
+  report.environment.host_cpu = "Some CPU";
+  report.environment.threads = 2;
+  report.environment.blas = "OpenBLAS 0.3.21";
+  report.environment.backend = "cpu";
+  report.environment.cuda = "built without CUDA";
+  report.environment.numerics = {{"kernel_accumulation", "fp32 for QK^T and PV"}};
+
+  CaseResult other_head_dim = result_of("s/1", 448, 16, 4, CaseStatus::pass, 0.3);
+  other_head_dim.attention_case.head_dim = 128;
+  CaseResult bf16 = result_of("s/4", 448, 16, 4, CaseStatus::pass, 0.2);
+  bf16.attention_case.dtype = Dtype::bf16;
+  CaseResult cross = result_of("s/7", 113, 1, 2, CaseStatus::pass, 0.05);
+  cross.attention_case.seq_len_k = 203;
+  report.results = {result_of("s/0", 448, 16, 4, CaseStatus::pass, 0.1),
+                    other_head_dim,
+                    result_of("s/2", 512, 16, 4, CaseStatus::fail, 35900.0),
+                    result_of("s/3", 448, 32, 4, CaseStatus::pass, 0.25),
+                    bf16,
+                    result_of("s/5", 448, 16, 8, CaseStatus::skip, 0.0),
+                    result_of("s/6", 640, 48, 16, CaseStatus::pass, 0.0),
+                    cross};
+  summarize(report);
+  return report;
+}
+
+// Parses the page; fails the test if it is not well-formed XML.
+void parse(const std::string& html, XMLDocument& document) {
+  ASSERT_EQ(document.Parse(html.c_str()), tinyxml2::XML_SUCCESS) << document.ErrorStr() << "\n"
+                                                                 << html;
+}
+
+bool has_class(const XMLElement& element, const std::string& name) {
+  const char* classes = element.Attribute("class");
+  if (classes == nullptr) return false;
+  const std::string padded = " " + std::string(classes) + " ";
+  return padded.find(" " + name + " ") != std::string::npos;
+}
+
+void collect(const XMLElement* element, const std::string& class_name,
+             std::vector<const XMLElement*>& found) {
+  for (; element != nullptr; element = element->NextSiblingElement()) {
+    if (has_class(*element, class_name)) found.push_back(element);
+    collect(element->FirstChildElement(), class_name, found);
+  }
+}
+
+std::vector<const XMLElement*> elements_with_class(const XMLDocument& document,
+                                                   const std::string& class_name) {
+  std::vector<const XMLElement*> found;
+  collect(document.FirstChildElement(), class_name, found);
+  return found;
+}
+
+std::string text_of(const XMLElement* element) {
+  std::string text;
+  for (const tinyxml2::XMLNode* node = element->FirstChild(); node != nullptr;
+       node = node->NextSibling()) {
+    if (node->ToText() != nullptr) text += node->Value();
+    if (node->ToElement() != nullptr) text += text_of(node->ToElement());
+  }
+  return text;
+}
+
+// The tooltip of a heatmap cell: its <title>.
+std::string tooltip_of(const XMLElement* cell) {
+  const XMLElement* title = cell->FirstChildElement("title");
+  return title == nullptr ? std::string() : text_of(title);
+}
+
+// What a heatmap cell shows: its label, without the tooltip.
+std::string label_of(const XMLElement* cell) {
+  std::string label;
+  for (const XMLElement* text = cell->FirstChildElement("text"); text != nullptr;
+       text = text->NextSiblingElement("text")) {
+    label += text_of(text) + " ";
+  }
+  return label;
+}
+
+const XMLElement* cell_holding(const XMLDocument& document, const std::string& case_id) {
+  for (const XMLElement* cell : elements_with_class(document, "cell")) {
+    if (tooltip_of(cell).find(case_id + "  ") != std::string::npos) return cell;
+  }
+  return nullptr;
+}
+
+TEST(ReportHtml, ThePageIsWellFormedXmlWithTheVerdict) {
+  XMLDocument document;
+  parse(run_to_html(sample_run()), document);
+  const XMLElement* html = document.FirstChildElement("html");
+  ASSERT_NE(html, nullptr);
+  ASSERT_NE(html->FirstChildElement("head"), nullptr);
+  ASSERT_NE(html->FirstChildElement("body"), nullptr);
+  const std::vector<const XMLElement*> verdicts = elements_with_class(document, "verdict");
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_THAT(text_of(verdicts[0]), HasSubstr("FAIL"));
+  EXPECT_THAT(text_of(verdicts[0]), HasSubstr("6 passed, 1 failed, 1 skipped of 8"));
+  EXPECT_THAT(text_of(verdicts[0]), HasSubstr("exit code 1"));
+}
+
+TEST(ReportHtml, TheHeatmapHasOneCellPerGridPointWithTheCaseCount) {
+  XMLDocument document;
+  parse(run_to_html(sample_run()), document);
+  const std::vector<const XMLElement*> cells = elements_with_class(document, "cell");
+  EXPECT_EQ(cells.size(), 7u);
+  int cases = 0;
+  for (const XMLElement* cell : cells) cases += cell->IntAttribute("data-cases");
+  EXPECT_EQ(cases, 8);
+
+  const XMLElement* shared = cell_holding(document, "s/0");
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(shared, cell_holding(document, "s/1"));
+  EXPECT_EQ(shared->IntAttribute("data-cases"), 2);
+  EXPECT_NE(shared, cell_holding(document, "s/4"));  // bf16: a panel of its own
+  // The cell shows the worse of its two cases.
+  EXPECT_EQ(label_of(shared), "0.3 ×2 ");
+}
+
+TEST(ReportHtml, AFailingCellIsMarkedAndItsCaseIsInTheFailureTable) {
+  XMLDocument document;
+  parse(run_to_html(sample_run()), document);
+  const XMLElement* failing = cell_holding(document, "s/2");
+  ASSERT_NE(failing, nullptr);
+  EXPECT_TRUE(has_class(*failing, "cell-fail"));
+  EXPECT_STREQ(failing->Attribute("data-status"), "fail");
+  EXPECT_EQ(label_of(failing), "✕ 3.6e4 ");  // readable without colour
+  EXPECT_THAT(tooltip_of(failing), HasSubstr("error_ratio 3.59e+04"));
+  const XMLElement* outline = failing->FirstChildElement("rect");
+  ASSERT_NE(outline, nullptr);
+  EXPECT_STREQ(outline->Attribute("stroke-width"), "3");
+
+  const XMLElement* passing = cell_holding(document, "s/3");
+  ASSERT_NE(passing, nullptr);
+  EXPECT_TRUE(has_class(*passing, "cell-pass"));
+  EXPECT_EQ(label_of(passing), "0.25 ");
+  const XMLElement* skipped = cell_holding(document, "s/5");
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_TRUE(has_class(*skipped, "cell-skip"));
+  EXPECT_EQ(label_of(skipped), "skip ");
+
+  const std::vector<const XMLElement*> failures = elements_with_class(document, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  const std::string row = text_of(failures[0]);
+  EXPECT_THAT(row, HasSubstr("s/2"));
+  EXPECT_THAT(row, HasSubstr("3.59e+04"));
+  EXPECT_THAT(row, HasSubstr("12 of 4096"));
+  EXPECT_THAT(row, HasSubstr("element (b=0, h=0, i=3, d=7): beyond bound"));
+}
+
+TEST(ReportHtml, ACellMixingRunAndSkippedCasesShowsTheWorstRunOneWithASkipCorner) {
+  RunReport report = sample_run();
+  CaseResult skipped = result_of("s/8", 448, 32, 4, CaseStatus::skip, 0.0);
+  report.results.push_back(skipped);
+  CaseResult crashed = result_of("s/9", 640, 48, 16, CaseStatus::fail, 0.0);
+  crashed.ran = false;  // the kernel threw: a failure with no figures
+  crashed.reason = "kernel threw: out of memory";
+  report.results.push_back(crashed);
+  summarize(report);
+  XMLDocument document;
+  parse(run_to_html(report), document);
+
+  const XMLElement* mixed = cell_holding(document, "s/8");
+  ASSERT_NE(mixed, nullptr);
+  EXPECT_EQ(mixed, cell_holding(document, "s/3"));
+  EXPECT_TRUE(has_class(*mixed, "cell-pass"));
+  EXPECT_EQ(label_of(mixed), "0.25 ×2 ");
+  const XMLElement* corner = mixed->FirstChildElement("path");
+  ASSERT_NE(corner, nullptr);
+  EXPECT_TRUE(has_class(*corner, "some-skipped"));
+  EXPECT_EQ(cell_holding(document, "s/0")->FirstChildElement("path"), nullptr);
+
+  const XMLElement* with_crash = cell_holding(document, "s/9");
+  ASSERT_NE(with_crash, nullptr);
+  EXPECT_TRUE(has_class(*with_crash, "cell-fail"));
+  EXPECT_EQ(label_of(with_crash), "✕ error ×2 ");
+  EXPECT_THAT(tooltip_of(with_crash), HasSubstr("kernel threw: out of memory"));
+}
+
+TEST(ReportHtml, RowsAreLabelledSqOrSqToSkWhenTheyDiffer) {
+  XMLDocument document;
+  parse(run_to_html(sample_run()), document);
+  std::set<std::string> row_labels;
+  for (const XMLElement* label : elements_with_class(document, "row-label")) {
+    row_labels.insert(text_of(label));
+  }
+  EXPECT_TRUE(row_labels.count("448"));
+  EXPECT_TRUE(row_labels.count("113→203"));
+}
+
+TEST(ReportHtml, SkipsAreCountedByReason) {
+  RunReport report = sample_run();
+  report.results.push_back(result_of("s/8", 448, 16, 8, CaseStatus::skip, 0.0));
+  summarize(report);
+  XMLDocument document;
+  parse(run_to_html(report), document);
+  const std::vector<const XMLElement*> tables = elements_with_class(document, "skips");
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_THAT(text_of(tables[0]), HasSubstr("2no tile for head_dim 80"));
+}
+
+TEST(ReportHtml, TheEnvironmentAndNumericsAreShown) {
+  XMLDocument document;
+  parse(run_to_html(sample_run()), document);
+  const std::vector<const XMLElement*> tables = elements_with_class(document, "environment");
+  std::string environment;
+  for (const XMLElement* table : tables) environment += text_of(table);
+  for (const char* expected :
+       {"abc1234", "GNU 12.2.0", "Some CPU", "OpenBLAS 0.3.21", "built without CUDA",
+        "kernel_accumulation", "fp32 for QK^T and PV"}) {
+    EXPECT_THAT(environment, HasSubstr(expected));
+  }
+}
+
+TEST(ReportHtml, ReportTextIsEscapedEverywhere) {
+  const std::string hostile = "<script>alert(\"x\")</script> & 'q' \x01";
+  RunReport report = sample_run();
+  report.results[2].reason = hostile;                // failing: table and tooltip
+  report.results[5].reason = hostile;                // skipped: skip table
+  report.results[0].attention_case.id = "s/<0>&\"";  // a cell's tooltip
+  report.results[0].kernel_name = "k<b>";            // a group heading
+  report.environment.blas = hostile;
+  report.environment.numerics.emplace_back("<tf32>", hostile);
+  report.summary.matrix_name = hostile;
+  const std::string html = run_to_html(report);
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  EXPECT_THAT(html, Not(HasSubstr("<0>")));
+  EXPECT_THAT(html, Not(HasSubstr("<b>")));
+  EXPECT_THAT(html, Not(HasSubstr("<tf32>")));
+  EXPECT_THAT(html, Not(HasSubstr("\x01")));
+  EXPECT_THAT(html,
+              HasSubstr("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
+
+  XMLDocument document;
+  parse(html, document);
+  const std::vector<const XMLElement*> failures = elements_with_class(document, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_THAT(text_of(failures[0]), HasSubstr("<script>alert(\"x\")</script> & 'q' ?"));
+  EXPECT_NE(cell_holding(document, "s/<0>&\""), nullptr);
+}
+
+TEST(ReportHtml, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  RunReport report = sample_run();
+  // A stray continuation byte, a lead byte cut short, an overlong '/', and valid "→" kept as is.
+  report.results[2].reason = "bad \x80 cut \xE2\x86 overlong \xC0\xAF kept →";
+  const std::string html = run_to_html(report);
+  EXPECT_THAT(html, HasSubstr("bad \uFFFD cut \uFFFD\uFFFD overlong \uFFFD\uFFFD kept →"));
+  EXPECT_THAT(html, Not(HasSubstr("\x80 cut")));
+}
+
+TEST(ReportHtml, NothingIsLoadedFromElsewhere) {
+  const std::string html = run_to_html(sample_run());
+  for (const char* reference :
+       {"http:", "https:", "src=", "<script", "<link", "@import", "url(h", "href=\"/", "//"}) {
+    EXPECT_THAT(html, Not(HasSubstr(reference))) << reference;
+  }
+}
+
+TEST(ReportHtml, APassingRunSaysSoAndHasNoFailureRows) {
+  RunReport report = sample_run();
+  report.results.erase(report.results.begin() + 2);
+  summarize(report);
+  XMLDocument document;
+  parse(run_to_html(report), document);
+  EXPECT_THAT(text_of(elements_with_class(document, "verdict").at(0)), HasSubstr("PASS"));
+  EXPECT_TRUE(elements_with_class(document, "failure").empty());
+  EXPECT_TRUE(elements_with_class(document, "cell-fail").empty());
+}
+
+TEST(ReportHtml, AnEmptyRunIsStillAPage) {
+  RunReport report;
+  report.summary.matrix_name = "empty";
+  summarize(report);
+  XMLDocument document;
+  parse(run_to_html(report), document);
+  EXPECT_THAT(text_of(elements_with_class(document, "verdict").at(0)), HasSubstr("SKIP"));
+  EXPECT_TRUE(elements_with_class(document, "cell").empty());
+}
+
+}  // namespace
+}  // namespace attnfuzz

@@ -1,0 +1,133 @@
+// A case's result survives the trip to JSON and back (as it does between a worker and its
+// supervisor, and through a --resume stream): every field, the failing element, a skip's cause
+// and a crashed worker's last output; nulls come back as NaN; a record of another case, or of the
+// same id with another shape, or with a malformed field, is refused with the field named.
+#include "run/case_result_json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace attnfuzz {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+AttentionCase gqa_case() {
+  AttentionCase attention_case;
+  attention_case.id = "edges/7";
+  attention_case.batch = 2;
+  attention_case.heads = 6;
+  attention_case.kv_heads = 3;
+  attention_case.seq_len_q = 97;
+  attention_case.seq_len_k = 203;
+  attention_case.dtype = Dtype::bf16;
+  attention_case.causal = true;
+  attention_case.seed = 42;
+  return attention_case;
+}
+
+CaseResult failed_result() {
+  CaseResult result;
+  result.attention_case = gqa_case();
+  result.kernel_name = "cpu_flash";
+  result.plant = "skip_rescale";
+  result.status = CaseStatus::fail;
+  result.reason = "element (b=1, h=4, i=90, d=3): expected 0.1, got 0.3";
+  result.oracle = "cpu_float64";
+  result.ran = true;
+  Comparison& comparison = result.comparison;
+  comparison.max_abs_error = 0.2;
+  comparison.mean_abs_error = 1.0 / 3.0;
+  comparison.max_rel_error = 2.0;
+  comparison.correlation = 0.75;
+  comparison.bound_ratio = 123.456;
+  comparison.fa_rule_ratio = 99.0;
+  comparison.error_ratio = 123.456;
+  comparison.plain_max_abs_error = 1e-3;
+  comparison.fa_rule_atol = 4e-4;
+  comparison.elements = 2 * 6 * 97 * 64;
+  comparison.failing_elements = 11;
+  comparison.first_failure =
+      ElementReport{1, 4, 90, 3, 0.1, 0.3, 0.001, ElementFault::beyond_bound};
+  comparison.worst_element = {1, 5, 96, 63, -0.5, 0.25, 0.002, ElementFault::beyond_bound};
+  result.kernel_seconds = 0.01;
+  result.oracle_seconds = 0.02;
+  result.total_seconds = 0.04;
+  result.timestamp = "2026-11-23T10:00:00Z";
+  return result;
+}
+
+TEST(CaseResultJson, AFailedResultComesBackWithEveryField) {
+  const CaseResult original = failed_result();
+  const json record = json::parse(case_to_json(original).dump());
+  const CaseResult back = case_result_from_json(record, original.attention_case);
+  EXPECT_EQ(case_to_json(back), case_to_json(original));
+  EXPECT_TRUE(back.ran);
+  ASSERT_TRUE(back.comparison.first_failure.has_value());
+  EXPECT_EQ(back.comparison.first_failure->row, 90);
+  EXPECT_EQ(back.comparison.mean_abs_error, 1.0 / 3.0) << "doubles round-trip exactly";
+}
+
+TEST(CaseResultJson, ASkipKeepsItsCauseAndACrashItsLastOutput) {
+  CaseResult skipped;
+  skipped.attention_case = gqa_case();
+  skipped.kernel_name = "cuda_flash";
+  skipped.status = CaseStatus::skip;
+  skipped.skip_cause = SkipCause::unsupported;
+  skipped.reason = "head_dim 80";
+  const CaseResult skipped_back = case_result_from_json(case_to_json(skipped), gqa_case());
+  EXPECT_EQ(skipped_back.skip_cause, SkipCause::unsupported);
+  EXPECT_FALSE(skipped_back.ran);
+
+  CaseResult crashed = skipped;
+  crashed.status = CaseStatus::fail;
+  crashed.output_tail = "a line\nthe last line";
+  EXPECT_EQ(case_result_from_json(case_to_json(crashed), gqa_case()).output_tail,
+            "a line\nthe last line");
+}
+
+TEST(CaseResultJson, NonFiniteFiguresAreNullAndComeBackAsNaN) {
+  CaseResult result = failed_result();
+  result.comparison.max_abs_error = std::numeric_limits<double>::infinity();
+  const json record = case_to_json(result);
+  EXPECT_TRUE(record["correctness"]["max_abs_error"].is_null());
+  EXPECT_TRUE(std::isnan(case_result_from_json(record, gqa_case()).comparison.max_abs_error));
+}
+
+TEST(CaseResultJson, ARecordOfAnotherCaseOrShapeIsRefused) {
+  const json record = case_to_json(failed_result());
+  AttentionCase other_id = gqa_case();
+  other_id.id = "edges/8";
+  EXPECT_THROW(case_result_from_json(record, other_id), std::runtime_error);
+  AttentionCase other_shape = gqa_case();
+  other_shape.seq_len_k = 204;
+  try {
+    case_result_from_json(record, other_shape);
+    FAIL() << "a record of another shape was accepted";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("field /config: case edges/7 was run with another"));
+  }
+}
+
+TEST(CaseResultJson, AMalformedFieldIsNamedByItsPointer) {
+  json record = case_to_json(failed_result());
+  record["correctness"]["worst_element"]["row"] = "ninety";
+  try {
+    case_result_from_json(record, gqa_case());
+    FAIL() << "a malformed record was accepted";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr("field /correctness/worst_element/row: expected an integer"));
+  }
+  record = case_to_json(failed_result());
+  record.erase("status");
+  EXPECT_THROW(case_result_from_json(record, gqa_case()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace attnfuzz
