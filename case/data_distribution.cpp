@@ -15,7 +15,6 @@
 
 #include "core/parallel_for.h"
 #include "core/splitmix.h"
-#include "kernels/flash_tile_traits.h"
 
 namespace attnfuzz {
 namespace {
@@ -23,15 +22,6 @@ namespace {
 // Stands where a data stream has its distribution: the key of the injection stream ("injection"
 // in ASCII), far from every distribution's index so that no data stream shares its key.
 constexpr std::uint64_t kInjectionPurpose = 0x696E6A656374696Full;
-
-// The guard tail (see AttentionInputs) holds a whole tile of the largest block any kernel reads.
-constexpr bool guard_covers_every_tile() {
-  for (const FlashTileConfig& config : kFlashTileConfigs) {
-    if (config.block_m > kInputGuardRows || config.block_n > kInputGuardRows) return false;
-  }
-  return true;
-}
-static_assert(guard_covers_every_tile(), "a tile read past the end must stay in the guard tail");
 
 // What a tensor's role adds to the key of its streams: 1 for Q, 2 for K, 3 for V.
 std::uint64_t stream_key_of(TensorRole tensor) {

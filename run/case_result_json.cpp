@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 
 #include "case/case_codec.h"
 
@@ -21,17 +22,57 @@ json number_or_null(double value) {
 
 namespace {
 
+// The numeric fields of the records, each written and read back through one list, so that the
+// writer and the reader cannot disagree on a name.
+template <typename Record, typename Value>
+struct Field {
+  const char* name;
+  Value Record::*member;
+};
+constexpr Field<ElementReport, std::int64_t> kElementIndices[] = {
+    {"batch", &ElementReport::batch},
+    {"head", &ElementReport::head},
+    {"row", &ElementReport::row},
+    {"dim", &ElementReport::dim},
+};
+constexpr Field<ElementReport, double> kElementFigures[] = {
+    {"expected", &ElementReport::expected},
+    {"actual", &ElementReport::actual},
+    {"allowed", &ElementReport::allowed},
+};
+constexpr Field<Comparison, double> kComparisonFigures[] = {
+    {"max_abs_error", &Comparison::max_abs_error},
+    {"mean_abs_error", &Comparison::mean_abs_error},
+    {"max_rel_error", &Comparison::max_rel_error},
+    {"correlation", &Comparison::correlation},
+    {"error_ratio", &Comparison::error_ratio},
+    {"bound_ratio", &Comparison::bound_ratio},
+    {"fa_rule_ratio", &Comparison::fa_rule_ratio},
+    {"plain_max_abs_error", &Comparison::plain_max_abs_error},
+    {"fa_rule_atol", &Comparison::fa_rule_atol},
+};
+constexpr Field<Comparison, std::int64_t> kComparisonCounts[] = {
+    {"elements", &Comparison::elements},
+    {"failing_elements", &Comparison::failing_elements},
+};
+
+// Writes each field of `fields` from `record` into `object`; non-finite numbers as null.
+template <typename Record, typename Value, std::size_t count>
+void write_fields(json& object, const Record& record, const Field<Record, Value> (&fields)[count]) {
+  for (const auto& field : fields) {
+    if constexpr (std::is_floating_point_v<Value>) {
+      object[field.name] = number_or_null(record.*field.member);
+    } else {
+      object[field.name] = record.*field.member;
+    }
+  }
+}
+
 json element_to_json(const ElementReport& element) {
-  return {
-      {"batch", element.batch},
-      {"head", element.head},
-      {"row", element.row},
-      {"dim", element.dim},
-      {"expected", number_or_null(element.expected)},
-      {"actual", number_or_null(element.actual)},
-      {"allowed", number_or_null(element.allowed)},
-      {"fault", std::string(element_fault_name(element.fault))},
-  };
+  json object = {{"fault", std::string(element_fault_name(element.fault))}};
+  write_fields(object, element, kElementIndices);
+  write_fields(object, element, kElementFigures);
+  return object;
 }
 
 // A report's config: the case's keys (a valid one-case matrix entry) with the scale it ran with,
@@ -51,23 +92,15 @@ json config_to_json(const AttentionCase& attention_case) {
 
 json correctness_to_json(const CaseResult& result) {
   const Comparison& comparison = result.comparison;
-  return {
+  json correctness = {
       {"passed", result.status == CaseStatus::pass},
-      {"max_abs_error", number_or_null(comparison.max_abs_error)},
-      {"mean_abs_error", number_or_null(comparison.mean_abs_error)},
-      {"max_rel_error", number_or_null(comparison.max_rel_error)},
-      {"correlation", number_or_null(comparison.correlation)},
-      {"error_ratio", number_or_null(comparison.error_ratio)},
-      {"bound_ratio", number_or_null(comparison.bound_ratio)},
-      {"fa_rule_ratio", number_or_null(comparison.fa_rule_ratio)},
-      {"plain_max_abs_error", number_or_null(comparison.plain_max_abs_error)},
-      {"fa_rule_atol", number_or_null(comparison.fa_rule_atol)},
-      {"elements", comparison.elements},
-      {"failing_elements", comparison.failing_elements},
       {"first_failure",
        comparison.first_failure ? element_to_json(*comparison.first_failure) : json(nullptr)},
       {"worst_element", element_to_json(comparison.worst_element)},
   };
+  write_fields(correctness, comparison, kComparisonFigures);
+  write_fields(correctness, comparison, kComparisonCounts);
+  return correctness;
 }
 
 // ---- reading back ----
@@ -105,15 +138,23 @@ std::int64_t integer_at(const json& object, const std::string& pointer, const ch
   return value.get<std::int64_t>();
 }
 
+// Reads each field of `fields` from `object` (at JSON pointer `pointer`) into `record`.
+template <typename Record, typename Value, std::size_t count>
+void read_fields(Record& record, const json& object, const std::string& pointer,
+                 const Field<Record, Value> (&fields)[count]) {
+  for (const auto& field : fields) {
+    if constexpr (std::is_floating_point_v<Value>) {
+      record.*field.member = number_at(object, pointer, field.name);
+    } else {
+      record.*field.member = integer_at(object, pointer, field.name);
+    }
+  }
+}
+
 ElementReport element_from_json(const json& record, const std::string& pointer) {
   ElementReport element;
-  element.batch = integer_at(record, pointer, "batch");
-  element.head = integer_at(record, pointer, "head");
-  element.row = integer_at(record, pointer, "row");
-  element.dim = integer_at(record, pointer, "dim");
-  element.expected = number_at(record, pointer, "expected");
-  element.actual = number_at(record, pointer, "actual");
-  element.allowed = number_at(record, pointer, "allowed");
+  read_fields(element, record, pointer, kElementIndices);
+  read_fields(element, record, pointer, kElementFigures);
   const std::string fault = text_at(record, pointer, "fault");
   for (ElementFault each : {ElementFault::none, ElementFault::unwritten, ElementFault::nonfinite,
                             ElementFault::beyond_bound}) {
@@ -130,17 +171,8 @@ Comparison comparison_from_json(const json& record, bool passed) {
   const json& correctness = member(record, "", "correctness");
   Comparison comparison;
   comparison.passed = passed;
-  comparison.max_abs_error = number_at(correctness, at, "max_abs_error");
-  comparison.mean_abs_error = number_at(correctness, at, "mean_abs_error");
-  comparison.max_rel_error = number_at(correctness, at, "max_rel_error");
-  comparison.correlation = number_at(correctness, at, "correlation");
-  comparison.error_ratio = number_at(correctness, at, "error_ratio");
-  comparison.bound_ratio = number_at(correctness, at, "bound_ratio");
-  comparison.fa_rule_ratio = number_at(correctness, at, "fa_rule_ratio");
-  comparison.plain_max_abs_error = number_at(correctness, at, "plain_max_abs_error");
-  comparison.fa_rule_atol = number_at(correctness, at, "fa_rule_atol");
-  comparison.elements = integer_at(correctness, at, "elements");
-  comparison.failing_elements = integer_at(correctness, at, "failing_elements");
+  read_fields(comparison, correctness, at, kComparisonFigures);
+  read_fields(comparison, correctness, at, kComparisonCounts);
   if (const json& first = member(correctness, at, "first_failure"); !first.is_null()) {
     comparison.first_failure = element_from_json(first, at + "/first_failure");
   }

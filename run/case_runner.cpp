@@ -9,6 +9,7 @@
 #include "core/harness_error.h"
 #include "core/text.h"
 #include "kernels/cuda_device_probe.h"
+#include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
 #include "oracle/cublas_reference.h"
 #include "oracle/plain_attention.h"
@@ -19,6 +20,11 @@
 
 namespace attnfuzz {
 namespace {
+
+// The inputs' guard tail (case/data_distribution.h) holds a whole tile of the largest block a
+// built-in kernel reads, so that an unmasked tile past seq_len reads poison, not foreign memory.
+static_assert(kLargestBlockM <= kInputGuardRows && kLargestBlockN <= kInputGuardRows,
+              "a tile read past the end must stay in the guard tail");
 
 constexpr std::string_view kDefaultCpuKernel = "cpu_flash";
 constexpr std::string_view kDefaultCudaKernel = "cuda_flash";
