@@ -74,18 +74,6 @@ const std::vector<AttentionCase>& edges_cases() {
   return cases;
 }
 
-bool some_edge_case(const std::function<bool(const AttentionCase&)>& property) {
-  return std::any_of(edges_cases().begin(), edges_cases().end(), property);
-}
-
-// Whether some case of edges.json has these lengths (and is causal, when `causal`).
-bool some_edge_case_with_lengths(std::int64_t seq_len_q, std::int64_t seq_len_k,
-                                 bool causal = false) {
-  return some_edge_case([=](const AttentionCase& c) {
-    return c.seq_len_q == seq_len_q && c.seq_len_k == seq_len_k && (c.causal || !causal);
-  });
-}
-
 // ---- expansion ----
 
 TEST(MatrixFile, SeedMatrixExpandsToTwentySevenCases) {
@@ -562,71 +550,79 @@ TEST(EdgesMatrix, StaysSmall) {
   EXPECT_LT(work, 3e9);
 }
 
-TEST(EdgesMatrix, CoversSeqLensAroundTileEdges) {
-  for (const std::int64_t seq_len : {1, 97, 113, 127, 1023, 1025}) {
-    EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) {
-      return c.seq_len_q == seq_len && c.seq_len_k == seq_len;
-    })) << seq_len;
-  }
+// One row a kind of edge that some case of edges.json must have: a sentence naming it and the
+// predicate a case meets when it has it.
+struct EdgeCoverage {
+  const char* name;
+  std::function<bool(const AttentionCase&)> has_edge;
+};
+
+std::function<bool(const AttentionCase&)> lengths(std::int64_t seq_len_q, std::int64_t seq_len_k,
+                                                  bool causal = false) {
+  return [=](const AttentionCase& c) {
+    return c.seq_len_q == seq_len_q && c.seq_len_k == seq_len_k && (!causal || c.causal);
+  };
 }
 
-TEST(EdgesMatrix, CoversUnequalSeqLensBothWays) {
-  EXPECT_TRUE(some_edge_case_with_lengths(113, 203));
-  EXPECT_TRUE(some_edge_case_with_lengths(203, 113));
-  EXPECT_TRUE(some_edge_case_with_lengths(1, 1025));
-  EXPECT_TRUE(some_edge_case_with_lengths(1025, 1));
+std::function<bool(const AttentionCase&)> square(std::int64_t seq_len) {
+  return lengths(seq_len, seq_len);
 }
 
-TEST(EdgesMatrix, CoversCausalRowsThatAreFullyMasked) {
-  EXPECT_TRUE(some_edge_case_with_lengths(203, 113, /*causal=*/true));
-  EXPECT_TRUE(some_edge_case_with_lengths(97, 1, /*causal=*/true));
+std::function<bool(const AttentionCase&)> with_head_dim(std::int64_t head_dim) {
+  return [=](const AttentionCase& c) { return c.head_dim == head_dim; };
 }
 
-TEST(EdgesMatrix, CoversCausalWithFewerQueriesThanKeys) {
-  EXPECT_TRUE(
-      some_edge_case([](const AttentionCase& c) { return c.causal && c.seq_len_q < c.seq_len_k; }));
+const EdgeCoverage kEdgeCoverage[] = {
+    {"SeqLen1", square(1)},
+    {"SeqLen97", square(97)},
+    {"SeqLen113", square(113)},
+    {"SeqLen127", square(127)},
+    {"SeqLen1023", square(1023)},
+    {"SeqLen1025", square(1025)},
+    {"FewerQueriesThanKeys113x203", lengths(113, 203)},
+    {"MoreQueriesThanKeys203x113", lengths(203, 113)},
+    {"OneQueryManyKeys", lengths(1, 1025)},
+    {"ManyQueriesOneKey", lengths(1025, 1)},
+    {"CausalRowsFullyMasked203x113", lengths(203, 113, /*causal=*/true)},
+    {"CausalRowsFullyMasked97x1", lengths(97, 1, /*causal=*/true)},
+    {"CausalWithFewerQueriesThanKeys",
+     [](const AttentionCase& c) { return c.causal && c.seq_len_q < c.seq_len_k; }},
+    {"GroupedQueryAttention",
+     [](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 2; }},
+    {"MultiQueryAttention", [](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 1; }},
+    {"HeadDim32", with_head_dim(32)},
+    {"HeadDim64", with_head_dim(64)},
+    {"HeadDim128", with_head_dim(128)},
+    {"UnsupportedHeadDim80", with_head_dim(80)},
+    {"BhsdLayout", [](const AttentionCase& c) { return c.layout == Layout::bhsd; }},
+    {"RowPadding", [](const AttentionCase& c) { return c.row_padding == 8; }},
+    {"Fp16", [](const AttentionCase& c) { return c.dtype == Dtype::fp16; }},
+    {"Bf16", [](const AttentionCase& c) { return c.dtype == Dtype::bf16; }},
+};
+
+class EdgesMatrixCovers : public ::testing::TestWithParam<EdgeCoverage> {};
+
+TEST_P(EdgesMatrixCovers, SomeCaseHasTheEdge) {
+  EXPECT_TRUE(std::any_of(edges_cases().begin(), edges_cases().end(), GetParam().has_edge));
 }
 
-TEST(EdgesMatrix, CoversGroupedAndMultiQueryAttention) {
-  EXPECT_TRUE(
-      some_edge_case([](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 2; }));
-  EXPECT_TRUE(
-      some_edge_case([](const AttentionCase& c) { return c.heads == 6 && c.kv_heads == 1; }));
-}
-
-TEST(EdgesMatrix, CoversHeadDims32And64And128) {
-  for (const std::int64_t head_dim : {32, 64, 128}) {
-    EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) { return c.head_dim == head_dim; }))
-        << head_dim;
-  }
-}
+INSTANTIATE_TEST_SUITE_P(EdgesMatrix, EdgesMatrixCovers, ::testing::ValuesIn(kEdgeCoverage),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(EdgesMatrix, CoversEveryDistributionInBothDtypesAtATailShapeCausalAndNot) {
   for (const DataDistributionInfo& info : kDataDistributions) {
     for (const Dtype dtype : {Dtype::fp16, Dtype::bf16}) {
       for (const bool causal : {false, true}) {
-        EXPECT_TRUE(some_edge_case([&](const AttentionCase& c) {
-          return c.data == info.distribution && c.dtype == dtype && c.causal == causal &&
-                 c.seq_len_q % 64 != 0 && c.seq_len_k % 64 != 0;
-        })) << info.name
-            << " " << dtype_name(dtype) << (causal ? " causal" : "");
+        EXPECT_TRUE(std::any_of(edges_cases().begin(), edges_cases().end(),
+                                [&](const AttentionCase& c) {
+                                  return c.data == info.distribution && c.dtype == dtype &&
+                                         c.causal == causal && c.seq_len_q % 64 != 0 &&
+                                         c.seq_len_k % 64 != 0;
+                                }))
+            << info.name << " " << dtype_name(dtype) << (causal ? " causal" : "");
       }
     }
   }
-}
-
-TEST(EdgesMatrix, CoversBhsdLayoutAndRowPadding) {
-  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.layout == Layout::bhsd; }));
-  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.row_padding == 8; }));
-}
-
-TEST(EdgesMatrix, CoversAnUnsupportedHeadDim) {
-  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.head_dim == 80; }));
-}
-
-TEST(EdgesMatrix, CoversBothDtypes) {
-  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.dtype == Dtype::fp16; }));
-  EXPECT_TRUE(some_edge_case([](const AttentionCase& c) { return c.dtype == Dtype::bf16; }));
 }
 
 }  // namespace
