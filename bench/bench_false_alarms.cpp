@@ -1,84 +1,155 @@
 // The false-alarm run: many random valid cases on a correct kernel, counting the cases the
-// harness fails. Every case is checked against the oracle; every tenth also against every
-// metamorphic property. A harness that cries wolf is worse than none: the count must be zero.
+// harness fails. Every case is checked against the oracle with every check a run makes (the
+// element bound, FlashAttention's rule, the bias test, the determinism check's second run);
+// every tenth also against every metamorphic property. Cases are drawn as the property search
+// draws them: other softmax scales, long rows, head dims no built-in kernel supports. A harness
+// that cries wolf is worse than none: the count must be zero.
 //
-//   bench_false_alarms [--cases N] [--seed S] [--kernel NAME]
-// Prints each false alarm (case JSON and reason), coverage by distribution and dtype, the worst
-// error_ratio seen, and the throughput. Exit code 1 when there was any false alarm.
+//   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J]
+// Cases are spread over J threads (default: one per core), each running one case at a time on a
+// single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
+// and reason), coverage by distribution and dtype, the worst error_ratio and bias ratio seen, the
+// skips by cause and the throughput. Exit code 1 when there was any false alarm.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "case/case_codec.h"
 #include "core/clock.h"
+#include "core/parallel_for.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
+
+namespace attnfuzz {
+namespace {
+
+// What one thread saw; merged at the end.
+struct Tally {
+  std::map<std::string, long long> checked_by_class;
+  std::map<std::string, long long> skipped_by_cause;
+  long long false_alarms = 0, skipped = 0, property_checks = 0;
+  double worst_ratio = 0.0, worst_bias_ratio = 0.0;
+  std::string worst_case;
+
+  void merge(const Tally& other) {
+    for (const auto& [name, count] : other.checked_by_class) checked_by_class[name] += count;
+    for (const auto& [name, count] : other.skipped_by_cause) skipped_by_cause[name] += count;
+    false_alarms += other.false_alarms;
+    skipped += other.skipped;
+    property_checks += other.property_checks;
+    if (other.worst_ratio > worst_ratio) {
+      worst_ratio = other.worst_ratio;
+      worst_case = other.worst_case;
+    }
+    worst_bias_ratio = std::max(worst_bias_ratio, other.worst_bias_ratio);
+  }
+};
+
+std::mutex output_mutex;
+
+void report_false_alarm(std::string_view check, const AttentionCase& attention_case,
+                        const std::string& reason) {
+  const std::lock_guard<std::mutex> lock(output_mutex);
+  std::printf("FALSE ALARM %s %s\n    %s\n", std::string(check).c_str(),
+              case_keys_to_json(attention_case).dump().c_str(), reason.c_str());
+  std::fflush(stdout);
+}
+
+// Case `index` of the run: against the oracle, and every tenth against every property.
+void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, long long index,
+                const RunSettings& settings, Tally& tally) {
+  const AttentionCase attention_case =
+      generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
+  const CaseResult result = CaseRunner(settings).run(attention_case);
+  if (result.status == CaseStatus::skip) {
+    ++tally.skipped;
+    ++tally.skipped_by_cause[std::string(skip_cause_name(result.skip_cause))];
+    return;
+  }
+  ++tally.checked_by_class[std::string(distribution_name(attention_case.data)) + " " +
+                           std::string(dtype_name(attention_case.dtype))];
+  tally.worst_bias_ratio = std::max(tally.worst_bias_ratio, result.comparison.bias.ratio);
+  if (result.comparison.error_ratio > tally.worst_ratio) {
+    tally.worst_ratio = result.comparison.error_ratio;
+    tally.worst_case = case_keys_to_json(attention_case).dump();
+  }
+  if (result.status == CaseStatus::fail) {
+    ++tally.false_alarms;
+    report_false_alarm("matches_oracle", attention_case, result.reason);
+  }
+  if (index % 10 != 0) return;
+  for (const PropertyInfo& info : kProperties) {
+    if (info.property == Property::matches_oracle) continue;
+    ++tally.property_checks;
+    if (const auto failure = check_property(info.property, attention_case, settings)) {
+      ++tally.false_alarms;
+      report_false_alarm(info.name, attention_case, *failure);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnfuzz
 
 int main(int argc, char** argv) {
   using namespace attnfuzz;
   long long cases = 100000;
   std::uint64_t seed = 1;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   RunSettings settings;
   settings.backend = Backend::cpu;
   for (int arg = 1; arg + 1 < argc; arg += 2) {
     if (std::strcmp(argv[arg], "--cases") == 0) cases = std::atoll(argv[arg + 1]);
     if (std::strcmp(argv[arg], "--seed") == 0) seed = std::strtoull(argv[arg + 1], nullptr, 10);
     if (std::strcmp(argv[arg], "--kernel") == 0) settings.kernel = argv[arg + 1];
+    if (std::strcmp(argv[arg], "--jobs") == 0) jobs = std::max(1, std::atoi(argv[arg + 1]));
   }
-  const CaseRunner runner(settings);
-  const rc::Gen<AttentionCase> generator =
-      small_case({.max_seq_len = 256, .distributions = {}, .injections = true});
-  std::map<std::string, long long> checked_by_class;
-  long long false_alarms = 0, skipped = 0, property_checks = 0;
-  double worst_ratio = 0.0;
-  std::string worst_case;
+  set_default_thread_count(1);  // one case per thread: the jobs are the parallelism
+  const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 256,
+                                                       .distributions = {},
+                                                       .injections = true,
+                                                       .other_scales = true,
+                                                       .long_rows = true,
+                                                       .other_head_dims = true});
+  std::vector<Tally> tallies(static_cast<std::size_t>(jobs));
   const auto started = std::chrono::steady_clock::now();
-  for (long long index = 0; index < cases; ++index) {
-    const AttentionCase attention_case =
-        generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
-    if (index > 0 && index % 10000 == 0) {
-      std::fprintf(stderr, "%lld cases, %lld false alarms\n", index, false_alarms);
-    }
-    const CaseResult result = runner.run(attention_case);
-    if (result.status == CaseStatus::skip) {
-      ++skipped;
-      continue;
-    }
-    ++checked_by_class[std::string(distribution_name(attention_case.data)) + " " +
-                       std::string(dtype_name(attention_case.dtype))];
-    if (result.comparison.error_ratio > worst_ratio) {
-      worst_ratio = result.comparison.error_ratio;
-      worst_case = case_keys_to_json(attention_case).dump();
-    }
-    if (result.status == CaseStatus::fail) {
-      ++false_alarms;
-      std::printf("FALSE ALARM matches_oracle %s\n    %s\n",
-                  case_keys_to_json(attention_case).dump().c_str(), result.reason.c_str());
-      std::fflush(stdout);
-    }
-    if (index % 10 != 0) continue;
-    for (const PropertyInfo& info : kProperties) {
-      if (info.property == Property::matches_oracle) continue;
-      ++property_checks;
-      if (const auto failure = check_property(info.property, attention_case, settings)) {
-        ++false_alarms;
-        std::printf("FALSE ALARM %s %s\n    %s\n", std::string(info.name).c_str(),
-                    case_keys_to_json(attention_case).dump().c_str(), failure->c_str());
-        std::fflush(stdout);
+  std::vector<std::thread> threads;
+  for (int job = 0; job < jobs; ++job) {
+    threads.emplace_back([&, job] {
+      Tally& tally = tallies[static_cast<std::size_t>(job)];
+      for (long long index = job; index < cases; index += jobs) {
+        if (index > 0 && index % 10000 == 0) {
+          const std::lock_guard<std::mutex> lock(output_mutex);
+          std::fprintf(stderr, "%lld cases, %lld false alarms on this thread\n", index,
+                       tally.false_alarms);
+        }
+        check_case(generator, seed, index, settings, tally);
       }
-    }
+    });
   }
+  for (std::thread& thread : threads) thread.join();
+  Tally total;
+  for (const Tally& tally : tallies) total.merge(tally);
+
   const double seconds = seconds_since(started);
   std::printf("\ncases checked against the oracle, by distribution and dtype:\n");
-  for (const auto& [name, count] : checked_by_class)
+  for (const auto& [name, count] : total.checked_by_class)
     std::printf("  %-28s %lld\n", name.c_str(), count);
-  std::printf("worst error_ratio: %.3f  %s\n", worst_ratio, worst_case.c_str());
+  std::printf("worst error_ratio: %.3f  %s\n", total.worst_ratio, total.worst_case.c_str());
+  std::printf("worst bias ratio (1 fails): %.3f\n", total.worst_bias_ratio);
+  for (const auto& [cause, count] : total.skipped_by_cause)
+    std::printf("skipped as %s: %lld\n", cause.c_str(), count);
   std::printf(
-      "%lld random cases (%lld skipped as unsupported), %lld metamorphic checks, %.0f s "
+      "%lld random cases (%lld skipped), %lld metamorphic checks, %d jobs, %.0f s "
       "(%.0f cases/s)\n",
-      cases, skipped, property_checks, seconds, static_cast<double>(cases) / seconds);
-  std::printf("false alarms: %lld\n", false_alarms);
-  return false_alarms == 0 ? 0 : 1;
+      cases, total.skipped, total.property_checks, jobs, seconds,
+      static_cast<double>(cases) / seconds);
+  std::printf("false alarms: %lld\n", total.false_alarms);
+  return total.false_alarms == 0 ? 0 : 1;
 }

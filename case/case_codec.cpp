@@ -23,12 +23,6 @@ bool usable_scale(double scale, std::int64_t head_dim) {
   return std::isfinite(scale) && scale > 0.0 && ratio >= 0x1p-8 && ratio <= 0x1p8;
 }
 
-// Whether the case is within the binary form's size limits (see case_codec.h).
-bool within_size_limits(const AttentionCase& c) {
-  const std::int64_t outputs = c.batch * c.heads * c.seq_len_q * c.head_dim;
-  return outputs <= kEncodedMaxOutputElements && outputs * c.seq_len_k <= kEncodedMaxWork;
-}
-
 bool usable_kernel_name(const std::string& name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -108,11 +102,14 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   }
   if (c.seq_len_q < 1 || c.seq_len_q > kEncodedMaxSeqLen || c.seq_len_k < 1 ||
       c.seq_len_k > kEncodedMaxSeqLen) {
-    return fail<Bytes>(why, "seq_len_q/seq_len_k outside 1..4096");
+    return fail<Bytes>(why, "seq_len_q/seq_len_k outside 1..16384");
   }
   if (head_dim_index == std::end(kEncodedHeadDims))
     return fail<Bytes>(why, "head_dim not encodable");
-  if (!within_size_limits(c)) return fail<Bytes>(why, "case larger than the binary form holds");
+  if (case_work(c) > kCaseWorkCap) {
+    return fail<Bytes>(why, "work " + std::to_string(case_work(c)) +
+                                " is over the binary form's cap 2^24 (fit_to_work_cap)");
+  }
   if (c.row_padding < 0 || c.row_padding > kEncodedMaxRowPadding) {
     return fail<Bytes>(why, "row_padding outside 0..16");
   }
@@ -147,7 +144,8 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   return out.take();
 }
 
-std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, std::string* why) {
+std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, std::string* why,
+                                         bool* fitted) {
   if (bytes.size() < kHeaderBytes) {
     return fail<AttentionCase>(why, "too short for a case (" + std::to_string(bytes.size()) +
                                         " bytes, the header alone has 4)");
@@ -174,11 +172,9 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
   c.heads = c.kv_heads * (1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxGroup));
   c.head_dim = kEncodedHeadDims[in.get(1) % std::size(kEncodedHeadDims)];
   c.dtype = static_cast<Dtype>(in.get(1) % std::size(kDtypeTraits));
-  if (!within_size_limits(c)) {
-    return fail<AttentionCase>(why,
-                               "case larger than the binary form holds (2^25 output "
-                               "elements, 2^36 products)");
-  }
+  const bool over_cap = case_work(c) > kCaseWorkCap;
+  if (over_cap) c = fit_to_work_cap(c);
+  if (fitted != nullptr) *fitted = over_cap;
   c.row_padding = static_cast<std::int64_t>(in.get(1) % (kEncodedMaxRowPadding + 1));
   c.data = static_cast<DataDistribution>(in.get(1) % kDistributionCount);
   c.seed = in.get(8);

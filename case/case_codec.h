@@ -11,9 +11,13 @@
 // injected, the default scale and kernel), so cutting bytes off the end simplifies a case, which is
 // what libFuzzer's -minimize_crash does. Every field maps into its valid range (a value past the
 // end of a table wraps around), so almost every mutation of a valid input is again a valid case.
-// Only a wrong magic or version, an unusable scale, a kernel name longer than the bytes left or
-// with odd characters, or a case too large for the form is rejected, with a message. Encoding
-// writes every field, so decode(encode(c)) == c for every case the binary form can hold.
+// A shape whose work is over the cap (case/work_cap.h, 2^24) is fitted under it as
+// fit_to_work_cap does (batch first, then heads, then lengths, keeping tail tiles): decoding is
+// size-aware, so large shapes reach libFuzzer made smaller rather than not at all, and a crash file
+// replays as the fitted case that failed. Only a wrong magic or version, an unusable scale, or a
+// kernel name longer than the bytes left or with odd characters is rejected, with a message.
+// Encoding writes every field and refuses a case over the cap (fit it first), so
+// decode(encode(c)) == c for every case the binary form can hold.
 //
 // JSON form: the case's keys as a matrix file writes them, wrapped in a one-case matrix, so a
 // saved case is also a matrix file: `fuzz_attention --configs saved.json` runs it.
@@ -28,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case/attention_case.h"
+#include "case/work_cap.h"
 
 namespace attnfuzz {
 
@@ -38,15 +43,12 @@ inline constexpr char kCaseMagic[] = {'A', 'F', 'Z'};
 inline constexpr std::int64_t kEncodedMaxBatch = 8;
 inline constexpr std::int64_t kEncodedMaxKvHeads = 8;
 inline constexpr std::int64_t kEncodedMaxGroup = 8;
-inline constexpr std::int64_t kEncodedMaxSeqLen = 4096;
+inline constexpr std::int64_t kEncodedMaxSeqLen = 16384;
 inline constexpr std::int64_t kEncodedMaxRowPadding = 16;
 inline constexpr std::int64_t kEncodedMaxInjections = 16;
-// The largest case the binary form holds: at most 2^25 output elements (the seed matrix's largest
-// case has 31.5M) and 2^36 score-times-dim products, so that any decoded case fits in memory.
-inline constexpr std::int64_t kEncodedMaxOutputElements = std::int64_t{1} << 25;
-inline constexpr std::int64_t kEncodedMaxWork = std::int64_t{1} << 36;
-// Head dims the binary form can name: every tile configuration, and two no kernel supports.
-inline constexpr std::int64_t kEncodedHeadDims[] = {64, 32, 96, 128, 256, 80, 16};
+// Head dims the binary form can name: every tile configuration, and four that no built-in kernel
+// supports but a plugin may (new ones go at the end: an index names a head dim).
+inline constexpr std::int64_t kEncodedHeadDims[] = {64, 32, 96, 128, 256, 80, 16, 160, 192};
 
 // Whether `bytes` start with the binary form's magic "AFZ" (whatever the version).
 bool starts_with_case_magic(std::span<const std::uint8_t> bytes);
@@ -56,8 +58,9 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
                                                      std::string* why = nullptr);
 
 // The case in `bytes`, or nullopt with the reason in `why`. The case's id is left empty.
+// `fitted`, when given, says whether the shape was over the work cap and fitted under it.
 std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes,
-                                         std::string* why = nullptr);
+                                         std::string* why = nullptr, bool* fitted = nullptr);
 
 // {"batch": ..., "heads": ..., ...}: the key of every field of the case schema
 // (case/case_schema.h) with this case's value, but for values that mean "not chosen" (the default

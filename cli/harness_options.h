@@ -54,6 +54,10 @@ namespace attnfuzz {
   X(OPTION, std::string, html, "--html", "",                                                       \
     "Write a self-contained HTML report with an error_ratio heatmap here (atomically)")            \
   X(SHARED_OPTION, int, threads, "--threads", 0, "Threads for kernels and oracle (0: all cores)")  \
+  X(SHARED_OPTION, int, repeats, "--repeats", 2,                                                   \
+    "Runs of the kernel per case on the same inputs; from 2 on each must write the same bits")     \
+  X(FLAG, bool, allow_nondeterminism, "--allow-nondeterminism", false,                             \
+    "The kernel may write different bits on each run (atomics): judge every run on its own")       \
   X(OPTION, std::string, stream, "--stream", "",                                                   \
     "Append each case's result to this JSON Lines file the moment it finishes (synced to disk)")   \
   X(OPTION, std::string, resume, "--resume", "",                                                   \
@@ -91,11 +95,12 @@ HarnessOptions parse_harness_options(int argc, char** argv);
 std::string flag_environment_name(std::string_view flag);
 
 // fuzz_attention_libfuzzer's settings: the SHARED_OPTION rows only (--backend, --oracle, --kernel,
-// --kernel-lib, --plant, --threads), each from its last `--flag=value` in argv, else from its
-// environment variable ATTNFUZZ_<FLAG> when that is set and not empty, else from `defaults`.
-// Every other argument is left to libFuzzer (its own -flag=value, corpus folders, and any other
-// --flag, which it ignores); `--flag value` with a space is not read. Throws HarnessError on a
-// value of the wrong type; what the values mean is checked by cli/run_settings_options.h.
+// --kernel-lib, --plant, --threads, --repeats), each from its last `--flag=value` in argv, else
+// from its environment variable ATTNFUZZ_<FLAG> when that is set and not empty, else from
+// `defaults`. Every other argument is left to libFuzzer (its own -flag=value, corpus folders, and
+// any other --flag, which it ignores); `--flag value` with a space is not read. Throws
+// HarnessError on a value of the wrong type; what the values mean is checked by
+// cli/run_settings_options.h.
 HarnessOptions parse_shared_options(HarnessOptions defaults, int argc, char** argv);
 
 }  // namespace attnfuzz

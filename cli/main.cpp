@@ -13,6 +13,7 @@
 #include <set>
 
 #include "case/case_codec.h"
+#include "case/work_cap.h"
 #include "cli/harness_options.h"
 #include "cli/run_settings_options.h"
 #include "core/clock.h"
@@ -146,16 +147,22 @@ void print_replayed_case(std::ostream& out, const CaseResult& result) {
   out << "    " << json_text(line) << "\n";
 }
 
-// --save-cases DIR: the selected cases as binary case files, named after their ids.
+// --save-cases DIR: the selected cases as binary case files, named after their ids; a case over
+// the binary form's work cap is saved fitted under it (case/work_cap.h), and says so.
 int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::path& folder) {
   std::filesystem::create_directories(folder);
   int saved = 0;
   for (const AttentionCase& attention_case : cases) {
+    const AttentionCase fitted = fit_to_work_cap(attention_case);
     std::string why;
-    const std::optional<std::vector<std::uint8_t>> bytes = encode_case(attention_case, &why);
+    const std::optional<std::vector<std::uint8_t>> bytes = encode_case(fitted, &why);
     if (!bytes) {
       std::cout << "skipped " << attention_case.id << ": " << why << "\n";
       continue;
+    }
+    if (!(fitted == attention_case)) {
+      std::cout << "fitted " << attention_case.id
+                << " under the work cap: " << describe_case(fitted) << "\n";
     }
     std::string name = attention_case.id;
     std::replace(name.begin(), name.end(), '/', '_');

@@ -8,6 +8,12 @@
 #include "kernels/plugin_kernel.h"
 
 namespace attnfuzz {
+namespace {
+
+// More runs than this are a typo rather than a plan: each run costs a whole kernel call per case.
+constexpr int kMaxRepeats = 1000;
+
+}  // namespace
 
 Backend parse_backend(std::string_view name) {
   for (Backend backend : {Backend::auto_select, Backend::cpu, Backend::cuda}) {
@@ -53,6 +59,12 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   settings.plant = parse_plant(options.plant);
   settings.kernel = options.kernel.empty() ? plugin_kernel : options.kernel;
   settings.kernel_lib = options.kernel_lib;
+  if (options.repeats < 1 || options.repeats > kMaxRepeats) {
+    throw HarnessError("--repeats: must be from 1 (no determinism check) to " +
+                       std::to_string(kMaxRepeats) + ", got " + std::to_string(options.repeats));
+  }
+  settings.repeats = options.repeats;
+  settings.allow_nondeterminism = options.allow_nondeterminism;
   return settings;
 }
 

@@ -5,6 +5,7 @@
 // round to nearest, ties to even, exactly as the hardware does (cvt.rn on the GPU).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -113,6 +114,15 @@ inline float dtype_to_float(std::uint16_t bits, Dtype dtype) {
 }
 inline std::uint16_t float_to_dtype(float value, Dtype dtype) {
   return dtype == Dtype::fp16 ? float_to_fp16(value) : float_to_bf16(value);
+}
+// The dtype's value next to `value` toward zero (round toward zero; NaN stays NaN).
+inline std::uint16_t float_to_dtype_toward_zero(float value, Dtype dtype) {
+  const std::uint16_t nearest = float_to_dtype(value, dtype);
+  const float rounded = dtype_to_float(nearest, dtype);
+  // Both dtypes are sign-magnitude: one less is one step toward zero (from inf: the largest).
+  return rounded != 0.0f && std::fabs(rounded) > std::fabs(value)
+             ? static_cast<std::uint16_t>(nearest - 1)
+             : nearest;
 }
 // Rounds a float to the nearest value the dtype can hold, staying in float.
 inline float round_to_dtype(float value, Dtype dtype) {

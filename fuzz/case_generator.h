@@ -7,10 +7,12 @@
 
 #include <rapidcheck.h>
 
+#include <cmath>
 #include <ostream>
 #include <vector>
 
 #include "case/attention_case.h"
+#include "case/work_cap.h"
 
 namespace attnfuzz {
 
@@ -52,7 +54,29 @@ struct CaseLimits {
   std::int64_t max_seq_len = 200;
   std::vector<DataDistribution> distributions;  // empty: every distribution
   bool injections = true;                       // false: never inject special values
+  // The axes of the property search and the false-alarm bench; off by default, so that a test's
+  // observability argument about the cases it draws stays as it was written.
+  bool other_scales = false;     // 1 case in 4 with softmax_scale 1/16 to 8 times the default
+  bool long_rows = false;        // 1 case in 8 with 1025 to 8192 keys, fitted under the work cap
+  bool other_head_dims = false;  // also head dims no built-in kernel supports: 16, 80, 160, 192
 };
+
+// softmax_scale as a multiple of the default 1/sqrt(head_dim), or 0 (the default itself) 3 times
+// in 4. Far on both sides: a kernel that ignores the scale, or hard-codes one, shows on either.
+inline rc::Gen<double> scale_factor() {
+  return rc::gen::weightedOneOf<double>({
+      {3, rc::gen::just(0.0)},
+      {1, choice<double>({1.0 / 16, 1.0 / 4, 1.0 / 2, 2.0, 4.0, 8.0})},
+  });
+}
+
+// Keys of a long row: past the 1024 and 4096 marks, at and around whole tiles.
+inline rc::Gen<std::int64_t> long_row_length() {
+  return rc::gen::weightedOneOf<std::int64_t>({
+      {1, uniform<std::int64_t>(1025, 8193)},
+      {1, choice<std::int64_t>({1025, 2047, 2048, 2049, 4095, 4096, 4097, 8192})},
+  });
+}
 
 // No injection 3 times in 4; otherwise 1 to 8 elements of one tensor set to one kind. Shrinks
 // toward no injection.
@@ -83,20 +107,29 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       distributions.push_back(info.distribution);
     }
   }
+  std::vector<std::int64_t> head_dims = {64, 32, 96, 128, 256};
+  if (limits.other_head_dims) head_dims.insert(head_dims.end(), {80, 160, 192, 16});
   const auto shape = rc::gen::tuple(
       rc::gen::inRange<std::int64_t>(1, 3),                 // batch
       choice<std::int64_t>({1, 2, 3}),                      // kv_heads
       choice<std::int64_t>({1, 2, 3}),                      // query heads per kv head
       sequence_length(limits.max_seq_len),                  // seq_len_q
       rc::gen::maybe(sequence_length(limits.max_seq_len)),  // seq_len_k (nothing: = seq_len_q)
-      choice<std::int64_t>({64, 32, 96, 128, 256}));        // head_dim
+      choice(std::move(head_dims)));                        // head_dim
+  // What the wider axes add: a scale factor and a long row length (0: none), shrinking to none.
+  const auto wider = rc::gen::pair(
+      limits.other_scales ? scale_factor() : rc::gen::just(0.0),
+      limits.long_rows ? rc::gen::weightedOneOf<std::int64_t>(
+                             {{7, rc::gen::just<std::int64_t>(0)}, {1, long_row_length()}})
+                       : rc::gen::just<std::int64_t>(0));
   const auto numerics_and_data = rc::gen::tuple(
       choice<Dtype>({Dtype::fp16, Dtype::bf16}), choice<bool>({false, true}),  // dtype, causal
       choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
       choice(std::move(distributions)), uniform<std::uint64_t>(0, std::uint64_t{1} << 32));
-  return rc::gen::map(rc::gen::pair(shape, numerics_and_data), [](const auto& choices) {
-    const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = choices.first;
-    const auto& [dtype, causal, layout, row_padding, data, seed] = choices.second;
+  return rc::gen::map(rc::gen::tuple(shape, numerics_and_data, wider), [](const auto& choices) {
+    const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = std::get<0>(choices);
+    const auto& [dtype, causal, layout, row_padding, data, seed] = std::get<1>(choices);
+    const auto& [scale_multiple, long_row] = std::get<2>(choices);
     AttentionCase attention_case;
     attention_case.id = "generated";
     attention_case.batch = batch;
@@ -111,6 +144,14 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
     attention_case.row_padding = row_padding;
     attention_case.data = data;
     attention_case.seed = seed;
+    if (scale_multiple != 0.0) {
+      attention_case.softmax_scale =
+          scale_multiple / std::sqrt(static_cast<double>(attention_case.head_dim));
+    }
+    if (long_row != 0) {
+      attention_case.seq_len_k = long_row;
+      attention_case = fit_to_work_cap(attention_case);  // the row stays long, the rest gives way
+    }
     return attention_case;
   });
 }

@@ -22,7 +22,10 @@ enum CounterGroup : int {
   kDistribution = 33,   // 8
   kInjection = 41,      // 8: special value kind
   kErrorExponent = 49,  // 34: binary exponent of error_ratio from -24 to 8, and zero
-  kDevice = 83,         // kDeviceCoverageCount: the device-side coverage points of cuda_flash
+  kKeyLength = 83,      // 4: seq_len_k up to 64, 512, 1024, and longer rows
+  kScale = 87,          // 3: softmax_scale the default, below it, above it
+  kFitted = 90,         // 1: the input's shape was fitted under the work cap
+  kDevice = 91,         // kDeviceCoverageCount: the device-side coverage points of cuda_flash
   kCounterCount = kDevice + kDeviceCoverageCount,
 };
 
@@ -55,6 +58,13 @@ void mark_shape_counters(const AttentionCase& c) {
   mark(kLayout + (c.layout == Layout::bhsd ? 2 : 0) + (c.row_padding > 0 ? 1 : 0));
   mark(kDistribution + static_cast<int>(c.data) % 8);
   mark(kInjection + static_cast<int>(c.injection.value) % 8);
+  mark(kKeyLength + (c.seq_len_k <= 64 ? 0 : c.seq_len_k <= 512 ? 1 : c.seq_len_k <= 1024 ? 2 : 3));
+  const double default_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  mark(kScale + (c.softmax_scale == 0.0 ? 0 : c.softmax_scale < default_scale ? 1 : 2));
+}
+
+void mark_fitted_counter() {
+  mark(kFitted);
 }
 
 void mark_error_counter(double error_ratio) {

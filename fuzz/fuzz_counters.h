@@ -12,8 +12,12 @@ namespace attnfuzz {
 
 // Shape classes: tail of seq_len_q and seq_len_k against the 64-row tiles, where the causal
 // diagonal falls (seq_len_q <, = or > seq_len_k), GQA ratio, head dim, dtype, layout, padding,
-// distribution, injected special value.
+// distribution, injected special value, row length (up to 64, 512, 1024 keys, or longer), and
+// the softmax scale (default, below, above).
 void mark_shape_counters(const AttentionCase& attention_case);
+
+// An input whose shape was over the work cap and was fitted under it (case/work_cap.h).
+void mark_fitted_counter();
 
 // Error magnitude: error_ratio quantised to its binary exponent, from 2^-24 to 2^8 and beyond.
 void mark_error_counter(double error_ratio);

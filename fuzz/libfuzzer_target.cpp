@@ -11,13 +11,14 @@
 //
 //   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--kernel-lib=PLUGIN.so]
 //                            [--plant=NAME] [--backend=NAME] [--oracle=NAME] [--threads=N]
+//                            [--repeats=N]
 //                            [CORPUS_DIR...]
 // These are the rows of fuzz_attention's flag table marked SHARED_OPTION (cli/harness_options.h),
 // read and checked by the same code as fuzz_attention's (cli/run_settings_options.h); only the
 // `--flag=value` form is read, and libFuzzer ignores flags that start with "--". A flag that is not
 // given comes from its environment variable when that is set and not empty (the flag wins):
 //   ATTNFUZZ_KERNEL, ATTNFUZZ_KERNEL_LIB, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND, ATTNFUZZ_ORACLE,
-//   ATTNFUZZ_THREADS.
+//   ATTNFUZZ_THREADS, ATTNFUZZ_REPEATS.
 // Defaults are fuzz_attention's, except the backend: cpu (auto or cuda for the CUDA kernels). A
 // plugin's kernel is the one fuzzed unless --kernel names another. A bad value, an unknown kernel
 // or a kernel without the plant ends the process with kExitHarnessError (3) and the reason.
@@ -44,9 +45,21 @@
 namespace attnfuzz {
 namespace {
 
-// Cases above this many score-times-dim products are left to the matrix runs: the fuzzer wants
-// many small, fast cases (about a millisecond each).
-constexpr std::int64_t kMaxFuzzWork = std::int64_t{1} << 24;
+// What became of the inputs, printed as stat lines when the process exits (libFuzzer's own
+// stat:: lines come with -print_final_stats=1).
+struct InputTally {
+  std::int64_t inputs = 0;
+  std::int64_t not_cases = 0;  // rejected by the decoder (wrong magic, unusable scale, ...)
+  std::int64_t fitted = 0;     // over the work cap, run fitted under it
+};
+InputTally tally;
+
+void print_tally() {
+  std::cerr << "attnfuzz: stat::inputs: " << tally.inputs << "\n"
+            << "attnfuzz: stat::inputs_not_cases: " << tally.not_cases << "\n"
+            << "attnfuzz: stat::inputs_fitted_to_work_cap: " << tally.fitted
+            << " (work batch x heads x seq_len_q x seq_len_k x head_dim over 2^24)\n";
+}
 
 RunSettings& settings() {
   static RunSettings instance;
@@ -115,20 +128,26 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     std::exit(kExitHarnessError);
   }
   enable_device_coverage_for(settings());
+  std::atexit(print_tally);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace attnfuzz;
-  std::optional<AttentionCase> attention_case = decode_case({data, size});
-  if (!attention_case) return -1;  // not a case: keep it out of the corpus
-  const std::int64_t work = attention_case->batch * attention_case->heads *
-                            attention_case->seq_len_q * attention_case->seq_len_k *
-                            attention_case->head_dim;
-  if (work > kMaxFuzzWork) return -1;
+  ++tally.inputs;
+  bool fitted = false;
+  std::optional<AttentionCase> attention_case = decode_case({data, size}, nullptr, &fitted);
+  if (!attention_case) {
+    ++tally.not_cases;
+    return -1;  // not a case: keep it out of the corpus
+  }
   attention_case->id = "fuzz";
   const CaseResult result = CaseRunner(settings()).run(*attention_case);
   mark_counters(*attention_case, result);
+  if (fitted) {
+    ++tally.fitted;
+    mark_fitted_counter();
+  }
   if (result.status == CaseStatus::fail) report_failure(*attention_case, result);
   return 0;
 }

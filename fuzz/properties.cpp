@@ -320,7 +320,12 @@ std::optional<std::string> check_padding(const Subject& subject) {
 
 // The cases a property draws from: the general generator, adjusted so the property applies.
 rc::Gen<AttentionCase> generator_for(Property property) {
-  return rc::gen::map(small_case({.max_seq_len = 256, .distributions = {}, .injections = true}),
+  return rc::gen::map(small_case({.max_seq_len = 256,
+                                  .distributions = {},
+                                  .injections = true,
+                                  .other_scales = true,
+                                  .long_rows = true,
+                                  .other_head_dims = true}),
                       [property](AttentionCase c) {
                         switch (property) {
                           case Property::key_value_permutation:

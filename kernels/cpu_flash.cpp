@@ -16,6 +16,7 @@
 // kernel (flash_plant_rules.h).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -65,7 +66,8 @@ struct FlashCall {
   const AttentionTensors& tensors;
   PlantedBug plant;
   const FlashTileConfig& tiles;
-  std::span<const float> widen;  // element bits -> fp32
+  std::span<const float> widen;        // element bits -> fp32
+  const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
 };
 
 // One query tile of one (batch, head): where it lies and which keys it reads.
@@ -106,8 +108,8 @@ QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_
                           std::int64_t query_tile) {
   const AttentionProblem& problem = call.problem;
   const AttentionTensors& tensors = call.tensors;
-  const std::int64_t kv_head =
-      kv_head_of_query_head(head, problem.kv_heads, problem.group_size(), call.plant);
+  const std::int64_t kv_head = kv_head_of_query_head(head, problem.kv_heads, problem.group_size(),
+                                                     problem.seq_len_k, call.plant);
   QueryTile tile{};
   tile.q_head =
       head_start(call, tensors.q, problem.q_strides, problem.seq_len_q, problem.heads, batch, head);
@@ -126,7 +128,8 @@ QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_
   tile.key_tiles = key_tile_count(keys_needed, call.tiles.block_n, call.plant);
   tile.key_end =
       last_key_tile_end(problem.seq_len_k, tile.key_tiles, call.tiles.block_n, call.plant);
-  tile.scale = applied_softmax_scale(static_cast<float>(problem.softmax_scale), call.plant);
+  tile.scale = applied_softmax_scale(static_cast<float>(problem.softmax_scale), problem.head_dim,
+                                     call.plant);
   return tile;
 }
 
@@ -221,7 +224,7 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
     const float* v_row = &work.value[col * dim];
     for (std::int64_t d = 0; d < dim; ++d) accumulator[d] += probability * v_row[d];
   }
-  if (rounds_accumulator_every_key_tile(plant)) {
+  if (rounds_accumulator_after_key_tile(key_tile.index, block_n, problem.seq_len_k, plant)) {
     for (std::int64_t d = 0; d < dim; ++d) {
       accumulator[d] = round_to_dtype(accumulator[d], problem.dtype);
     }
@@ -233,6 +236,7 @@ ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryT
                                              const TileWorkspace& work) {
   const AttentionProblem& problem = call.problem;
   const std::int64_t dim = problem.head_dim;
+  const bool toward_zero = output_rounds_toward_zero(call.plant);
   for (int row = 0; row < tile.rows; ++row) {
     const float row_sum = work.row_sum[row];
     const bool saw_no_key = row_saw_no_key(row_sum);
@@ -241,7 +245,9 @@ ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryT
     for (std::int64_t d = 0; d < dim; ++d) {
       const float value =
           output_value(work.accumulator[row * dim + d] * inverse, saw_no_key, call.plant);
-      o_row[d] = float_to_dtype(value, problem.dtype);
+      o_row[d] = toward_zero ? float_to_dtype_toward_zero(value, problem.dtype)
+                             : float_to_dtype(value, problem.dtype);
+      if (o_row + d == call.flaky_element) o_row[d] ^= 1u;
     }
   }
 }
@@ -282,8 +288,14 @@ class CpuFlashKernel final : public AttentionKernel {
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug plant) const override {
-    const FlashCall call{problem, tensors, plant, *find_tile_config(problem.head_dim),
-                         widening_table(problem.dtype)};
+    static std::atomic<std::uint64_t> calls{0};
+    const bool flaky = flips_last_element(calls.fetch_add(1), plant);
+    const FlashCall call{problem,
+                         tensors,
+                         plant,
+                         *find_tile_config(problem.head_dim),
+                         widening_table(problem.dtype),
+                         flaky ? tensors.o + last_output_element(problem) : nullptr};
     const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, call.tiles.block_m, plant);
     const std::int64_t items = problem.batch * problem.heads * query_tiles;
     parallel_for(items, [&](std::int64_t item) {

@@ -21,6 +21,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/cuda_check.h"
@@ -47,6 +48,7 @@ struct FlashParams {
   float softmax_scale;       // the problem's scale, rounded to fp32 once
   bool vector_loads;  // every input row starts on a 16-byte boundary: load 8 elements at a time
   PlantedBug plant;
+  const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
   std::uint8_t* coverage;  // kDeviceCoverageCount bytes when recording (device_coverage.h), or null
 };
 
@@ -72,6 +74,9 @@ struct ElementTraits<__half> {
   __device__ static std::uint16_t store(float value) {
     return __half_as_ushort(__float2half_rn(value));
   }
+  __device__ static std::uint16_t store_toward_zero(float value) {
+    return __half_as_ushort(__float2half_rz(value));
+  }
   __device__ static float round(float value) { return __half2float(__float2half_rn(value)); }
   __device__ static void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
                              std::uint32_t b1) {
@@ -92,6 +97,9 @@ struct ElementTraits<__nv_bfloat16> {
   }
   __device__ static std::uint16_t store(float value) {
     return __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  }
+  __device__ static std::uint16_t store_toward_zero(float value) {
+    return __bfloat16_as_ushort(__float2bfloat16_rz(value));
   }
   __device__ static float round(float value) {
     return __bfloat162float(__float2bfloat16_rn(value));
@@ -167,7 +175,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   const std::int64_t head = blockIdx.y;
   const std::int64_t batch = blockIdx.z;
   const std::int64_t kv_head =
-      kv_head_of_query_head(head, problem.kv_heads, params.group_size, plant);
+      kv_head_of_query_head(head, problem.kv_heads, params.group_size, problem.seq_len_k, plant);
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int group = lane / 4;      // the accumulator row this lane holds (and row + 8)
@@ -223,7 +231,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
                                                              problem.causal, problem.seq_len_k);
   const std::int64_t key_tiles = key_tile_count(keys_needed, kBlockN, plant);
   const std::int64_t key_end = last_key_tile_end(problem.seq_len_k, key_tiles, kBlockN, plant);
-  const float scale = applied_softmax_scale(params.softmax_scale, plant);
+  const float scale = applied_softmax_scale(params.softmax_scale, kHeadDim, plant);
   std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;  // per-CTA facts
   mark(coverage, DeviceCoveragePoint::partial_query_tile, rows < kBlockM);
   mark(coverage, DeviceCoveragePoint::single_key_tile, key_tiles == 1);
@@ -346,7 +354,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
         Traits::mma(accumulator[tile], a, b0, b1);
       }
     }
-    if (rounds_accumulator_every_key_tile(plant)) {
+    if (rounds_accumulator_after_key_tile(key_tile, kBlockN, problem.seq_len_k, plant)) {
 #pragma unroll
       for (int tile = 0; tile < kDimTiles; ++tile) {
 #pragma unroll
@@ -361,6 +369,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
                           head * problem.o_strides.head;
   const std::int64_t row_limit =
       plant == PlantedBug::write_past_output_end ? problem.seq_len_q + 1 : problem.seq_len_q;
+  const bool toward_zero = output_rounds_toward_zero(plant);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float total = quad_sum(row_sum[r]);
@@ -376,7 +385,9 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
         const float value =
             output_value(accumulator[tile][2 * r + half] * inverse, saw_no_key, plant);
         mark(params.coverage, DeviceCoveragePoint::output_nonfinite, !isfinite(value));
-        o_row[tile * 8 + half] = Traits::store(value);
+        std::uint16_t* element = o_row + tile * 8 + half;
+        *element = toward_zero ? Traits::store_toward_zero(value) : Traits::store(value);
+        if (element == params.flaky_element) *element ^= 1u;
       }
     }
   }
@@ -475,6 +486,10 @@ class CudaFlashKernel final : public AttentionKernel {
                           rows_aligned_16_bytes(tensors.k, problem.k_strides) &&
                           rows_aligned_16_bytes(tensors.v, problem.v_strides);
     params.plant = plant;
+    static std::atomic<std::uint64_t> calls{0};
+    if (flips_last_element(calls.fetch_add(1), plant)) {
+      params.flaky_element = tensors.o + last_output_element(problem);
+    }
     if (device_coverage_enabled) {
       ATTNFUZZ_CUDA_CHECK(
           cudaGetSymbolAddress(reinterpret_cast<void**>(&params.coverage), device_coverage));

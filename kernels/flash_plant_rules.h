@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/attention_problem.h"
 #include "kernels/planted_bug.h"
 
 #if defined(__CUDACC__)
@@ -35,12 +36,16 @@ ATTNFUZZ_HOST_DEVICE inline std::int64_t query_tile_count(std::int64_t seq_len_q
 
 // The K/V head that query head `head` reads: query heads are grouped, kv head h serving the
 // group_size (heads / kv_heads) consecutive query heads from h * group_size on.
-// gqa_modulo interleaves them instead.
+// gqa_modulo interleaves them instead; single_key_wrong_kv_head does so only when there is a
+// single key (a decode fast path with its own head mapping).
 ATTNFUZZ_HOST_DEVICE inline std::int64_t kv_head_of_query_head(std::int64_t head,
                                                                std::int64_t kv_heads,
                                                                std::int64_t group_size,
+                                                               std::int64_t seq_len_k,
                                                                PlantedBug plant) {
-  return plant == PlantedBug::gqa_modulo ? head % kv_heads : head / group_size;
+  const bool interleaved = plant == PlantedBug::gqa_modulo ||
+                           (plant == PlantedBug::single_key_wrong_kv_head && seq_len_k == 1);
+  return interleaved ? head % kv_heads : head / group_size;
 }
 
 // Elements from a tensor's start to the start of batch `batch`: the tensor's batch stride.
@@ -121,9 +126,13 @@ ATTNFUZZ_HOST_DEVICE inline bool key_is_visible(int col, int keys_in_tile, std::
 // ---- the online softmax ----
 
 // The scale applied to Q K^T: the problem's, rounded to fp32 by the caller.
-// scale_hardcoded_64 uses 1/sqrt(64) whatever the head_dim and the requested scale.
-ATTNFUZZ_HOST_DEVICE inline float applied_softmax_scale(float problem_scale, PlantedBug plant) {
-  return plant == PlantedBug::scale_hardcoded_64 ? 0.125f : problem_scale;
+// scale_hardcoded_64 uses 1/sqrt(64) whatever the head_dim and the requested scale;
+// scale_ignored uses 1/sqrt(head_dim), the default, whatever the requested scale.
+ATTNFUZZ_HOST_DEVICE inline float applied_softmax_scale(float problem_scale, std::int64_t head_dim,
+                                                        PlantedBug plant) {
+  if (plant == PlantedBug::scale_hardcoded_64) return 0.125f;
+  if (plant == PlantedBug::scale_ignored) return 1.0f / sqrtf(static_cast<float>(head_dim));
+  return problem_scale;
 }
 
 // The running row maximum before the first key tile: -inf, so any score replaces it.
@@ -151,10 +160,23 @@ ATTNFUZZ_HOST_DEVICE inline bool adds_tile_to_row_sum(std::int64_t key_tile, std
   return plant != PlantedBug::stale_row_sum || key_tile + 1 < key_tiles;
 }
 
-// Whether the P V accumulator is rounded to the input dtype after every key tile, as an
-// fp16-accumulate MMA would (pv_fp16_accumulation); correct kernels keep it in fp32.
-ATTNFUZZ_HOST_DEVICE inline bool rounds_accumulator_every_key_tile(PlantedBug plant) {
-  return plant == PlantedBug::pv_fp16_accumulation;
+// split_kv_input_dtype_combine's split-KV path: taken past this many keys, it splits them into
+// chunks of kSplitKvKeys (a multiple of every block_n).
+inline constexpr std::int64_t kSplitKvMinKeys = 1024;
+inline constexpr std::int64_t kSplitKvKeys = 128;
+
+// Whether the P V accumulator is rounded to the input dtype after key tile `key_tile`; correct
+// kernels keep it in fp32. pv_fp16_accumulation rounds it after every tile, as an fp16-accumulate
+// MMA would; split_kv_input_dtype_combine, on rows of more than kSplitKvMinKeys keys, after each
+// split of kSplitKvKeys keys, as a running combine of the splits' partial outputs kept in the
+// input dtype would.
+ATTNFUZZ_HOST_DEVICE inline bool rounds_accumulator_after_key_tile(std::int64_t key_tile,
+                                                                   int block_n,
+                                                                   std::int64_t seq_len_k,
+                                                                   PlantedBug plant) {
+  if (plant == PlantedBug::pv_fp16_accumulation) return true;
+  return plant == PlantedBug::split_kv_input_dtype_combine && seq_len_k > kSplitKvMinKeys &&
+         (key_tile + 1) * block_n % kSplitKvKeys == 0;
 }
 
 // ---- the output ----
@@ -162,6 +184,26 @@ ATTNFUZZ_HOST_DEVICE inline bool rounds_accumulator_every_key_tile(PlantedBug pl
 // Whether a row saw no key: its row sum is not positive (0, or NaN).
 ATTNFUZZ_HOST_DEVICE inline bool row_saw_no_key(float row_sum) {
   return !(row_sum > 0.0f);
+}
+
+// Whether the output is converted to the dtype toward zero rather than to nearest even.
+// output_truncation truncates.
+ATTNFUZZ_HOST_DEVICE inline bool output_rounds_toward_zero(PlantedBug plant) {
+  return plant == PlantedBug::output_truncation;
+}
+
+// Whether call number `call` (counted from 0 by each kernel, over the process) writes the last
+// element of the output one ulp off. flaky_last_ulp does so on every second call: any two calls
+// in a row differ, as a race does between runs, yet every single output is within its bound.
+ATTNFUZZ_HOST_DEVICE inline bool flips_last_element(std::uint64_t call, PlantedBug plant) {
+  return plant == PlantedBug::flaky_last_ulp && call % 2 == 1;
+}
+
+// Where that element lies: [batch - 1, seq_len_q - 1, heads - 1, head_dim - 1] of the output.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t last_output_element(const AttentionProblem& problem) {
+  const TensorStrides& strides = problem.o_strides;
+  return (problem.batch - 1) * strides.batch + (problem.seq_len_q - 1) * strides.seq +
+         (problem.heads - 1) * strides.head + problem.head_dim - 1;
 }
 
 // The output element from accumulator x (1 / row sum): 0 for a row that saw no key.

@@ -40,7 +40,19 @@ namespace attnfuzz {
   X(read_past_seq_len_k, "does not mask the last key tile at seq_len_k: reads and uses its rows",  \
     "the tail-column mask missing on the non-causal path (the causal mask hides it there)")        \
   X(stale_row_sum, "normalises by the row sum from before the last key tile's contribution",       \
-    "the final division taken before the last tile's row sum was added")
+    "the final division taken before the last tile's row sum was added")                           \
+  X(scale_ignored, "uses 1/sqrt(head_dim) as the softmax scale whatever softmax_scale says",       \
+    "the caller's scale argument dropped in favour of the textbook default")                       \
+  X(single_key_wrong_kv_head,                                                                      \
+    "with a single key (seq_len_k == 1) reads kv head head % kv_heads instead of its group's",     \
+    "a decode fast path for one cached key with its own, interleaved GQA head mapping")            \
+  X(split_kv_input_dtype_combine,                                                                  \
+    "past 1024 keys, combines its 128-key splits in a running sum kept in the input dtype",        \
+    "split-KV partial outputs and row sums accumulated in fp16/bf16 instead of fp32")              \
+  X(output_truncation, "converts the output to the dtype by truncation (toward zero)",             \
+    "__float2half_rz (or a bit shift for bf16) where round to nearest even was meant")             \
+  X(flaky_last_ulp, "on every second call, writes the output's last element one ulp off",          \
+    "a race or an atomic reduction whose order varies: the same inputs give other bits")
 
 // Races: whether they change a single output value depends on how the warps happen to be
 // scheduled (on an H100 the missing barrier below changed none in the edge matrix), so

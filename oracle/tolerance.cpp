@@ -9,15 +9,19 @@
 //
 // u: the dtype's unit roundoff; eta: half its smallest subnormal; u32 = 2^-24;
 // gamma(n) = n u32 / (1 - n u32); dS_i = gamma(D + 2) * scale * |Q_i| max_j |K_j|, the fp32 error
-// bound of a score.
+// bound of a score. The score term is exact rather than first order: exponents each off by at
+// most dS_i move a probability by a factor within exp(+-2 dS_i), so the first line's 2 dS_i is
+// (exp(2 dS_i) - 1)(1 + the rest), which is what keeps the bound an upper bound for large scores.
 #include "oracle/tolerance.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numbers>
 #include <sstream>
 
+#include "core/splitmix.h"
 #include "oracle/tensor_rows.h"
 
 namespace attnfuzz {
@@ -46,11 +50,16 @@ struct ToleranceTerms {
     seq_len_k = seq_k;
   }
 
+  // exp(2 dS_i) - 1: how far, relatively, the bound lets each probability of the row move.
+  double probability_spread(double score_scale) const {
+    return std::expm1(2.0 * score_gamma * score_scale);
+  }
+
   double allowed(double expected, double magnitude, double inverse_row_sum, double score_scale,
                  double value_abs_sum) const {
-    const double score_error = score_gamma * score_scale;
+    const double spread = probability_spread(score_scale);
     const double before_rounding =
-        (magnitude_factor_base + 2.0 * score_error) * magnitude +
+        (magnitude_factor_base + spread * (1.0 + magnitude_factor_base)) * magnitude +
         (half_subnormal * (value_abs_sum + seq_len_k * std::fabs(expected)) +
          kFloat32UnitRoundoff / std::numbers::e * value_abs_sum) *
             inverse_row_sum;
@@ -145,6 +154,28 @@ inline void record_verdict(const ElementReport& element, double ratio, Compariso
   ++result.elements;
 }
 
+// Why row (b, h, i) cannot be judged: the oracle overflowed on it, or its bound lets the
+// probabilities move by `spread` (infinite when even that overflowed).
+std::string inconclusive_row_reason(std::int64_t b, std::int64_t h, std::int64_t i, double spread,
+                                    bool oracle_overflowed) {
+  std::ostringstream reason;
+  reason.precision(3);
+  reason << "inconclusive: row (b=" << b << ", h=" << h << ", i=" << i << ") ";
+  if (oracle_overflowed) {
+    reason << "has scores or values beyond float64's range: the oracle cannot compute it";
+  } else {
+    reason << "has scores so large that fp32 rounding may move its probabilities by a factor of ";
+    if (std::isfinite(spread)) {
+      reason << 1.0 + spread;
+    } else {
+      reason << "any size";
+    }
+    reason << " (a verdict needs at most " << 1.0 + kMaxProbabilitySpread
+           << "): lower softmax_scale or the data's scale";
+  }
+  return reason.str();
+}
+
 // Every element of the kernel's output against its bound, in (b, h, i, d) order; the widened
 // outputs go to `actual_values` (compact order) for the correlation.
 ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& terms,
@@ -152,6 +183,7 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
                          double relative_floor, Comparison& result,
                          std::vector<double>& actual_values) {
   ErrorSums sums;
+  RoundingBiasTest bias(problem.dtype);
   const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
   const std::span<const float> widen = widening_table(problem.dtype);
   const std::int64_t dim = problem.head_dim;
@@ -163,22 +195,41 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
       for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
         const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
         const std::uint16_t* out_row = tensor_row(output, problem.o_strides, b, i, h);
+        const double spread = terms.probability_spread(reference.score_scale[row_index]);
+        bool judgeable = spread <= kMaxProbabilitySpread;
+        bool oracle_overflowed = false;
+        std::uint64_t fingerprint = static_cast<std::uint64_t>(kv_head);
+        bias.begin_row();
         for (std::int64_t d = 0; d < dim; ++d) {
           const std::int64_t index = row_index * dim + d;
           const double expected = reference.output[index];
           const double actual = widen[out_row[d]];
-          actual_values[index] = actual;
           const double allowed = terms.allowed(expected, reference.magnitude[index],
                                                reference.inverse_row_sum[row_index],
                                                reference.score_scale[row_index], value_abs_sum[d]);
+          fingerprint = splitmix64_finalise(fingerprint ^ std::bit_cast<std::uint64_t>(expected));
+          if (!std::isfinite(expected) || !std::isfinite(allowed)) {
+            judgeable = false;  // nothing to compare with, or no bound to compare against
+            oracle_overflowed = oracle_overflowed || !std::isfinite(expected);
+            actual_values[index] = expected;
+            continue;
+          }
+          actual_values[index] = actual;
           ElementReport element{b, h, i, d, expected, actual, allowed, ElementFault::none};
           const double ratio =
               check_element(element, out_row[d] == poison, relative_floor, result, sums);
           record_verdict(element, ratio, result, sums);
+          if (element.fault == ElementFault::none) bias.add(expected, actual, allowed);
+        }
+        if (judgeable) {
+          bias.end_row(fingerprint);
+        } else if (result.inconclusive_rows++ == 0) {
+          result.inconclusive_reason = inconclusive_row_reason(b, h, i, spread, oracle_overflowed);
         }
       }
     }
   }
+  result.bias = bias.result();
   return sums;
 }
 
@@ -239,7 +290,23 @@ void apply_flash_attention_rule(double unit_roundoff, double max_expected, doubl
   result.fa_rule_ratio = fa_limit > 0.0               ? result.max_abs_error / fa_limit
                          : result.max_abs_error > 0.0 ? std::numeric_limits<double>::infinity()
                                                       : 0.0;
-  result.error_ratio = std::max(result.bound_ratio, result.fa_rule_ratio);
+}
+
+// One line saying which way the errors lean, by how much and how surely.
+std::string bias_reason(const RoundingBias& bias) {
+  const bool outward = std::min(std::fabs(bias.outward_z) / kBiasZLimit,
+                                std::fabs(bias.outward_steps) / kBiasMinSteps) > 1.0;
+  const double z = outward ? bias.outward_z : bias.upward_z;
+  const double steps = outward ? bias.outward_steps : bias.upward_steps;
+  const char* direction = outward ? (steps < 0.0 ? "toward zero" : "away from zero")
+                                  : (steps < 0.0 ? "downward" : "upward");
+  std::ostringstream reason;
+  reason.precision(3);
+  reason << "rounding bias: the errors lean " << direction << " by " << std::fabs(steps)
+         << " output rounding steps on average over " << bias.rows << " rows (z = " << z
+         << "; correct rounding stays within |z| <= " << kBiasZLimit << " or " << kBiasMinSteps
+         << " steps): an output conversion that truncates or rounds one way?";
+  return reason.str();
 }
 
 // One line naming the first failing element, or else the rule that failed; empty on a pass.
@@ -250,13 +317,20 @@ std::string failure_reason(const AttentionProblem& problem, const Comparison& re
            << result.elements << " elements fail";
     return reason.str();
   }
-  if (!result.passed) {
+  if (result.fa_rule_ratio > 1.0) {
     std::ostringstream reason;
     reason.precision(6);
     reason << "FlashAttention rule: max error " << result.max_abs_error << " > 2 x plain "
            << dtype_name(problem.dtype) << " error " << result.plain_max_abs_error << " + "
            << result.fa_rule_atol << "; worst " << describe_element(result.worst_element);
     return reason.str();
+  }
+  if (result.bias.leans) return bias_reason(result.bias);
+  if (result.inconclusive) {
+    return result.inconclusive_rows > 0
+               ? result.inconclusive_reason + " (" + std::to_string(result.inconclusive_rows) +
+                     " such rows)"
+               : "inconclusive: the error figures are not finite";
   }
   return {};
 }
@@ -346,7 +420,12 @@ Comparison compare_to_reference(const AttentionProblem& problem,
   summarize_errors(sums, expected.sum, reference.output, actual_values, result);
   apply_flash_attention_rule(terms.unit_roundoff, expected.max_abs,
                              plain_max_abs_error(plain, reference.output), result);
-  result.passed = result.failing_elements == 0 && result.fa_rule_ratio <= 1.0;
+  result.error_ratio = std::max({result.bound_ratio, result.fa_rule_ratio, result.bias.ratio});
+  // A failure is sound anywhere a bound was computed; a pass needs every row judged.
+  result.failed = result.failing_elements > 0 || result.fa_rule_ratio > 1.0 || result.bias.leans;
+  result.inconclusive =
+      !result.failed && (result.inconclusive_rows > 0 || !std::isfinite(result.error_ratio));
+  result.passed = !result.failed && !result.inconclusive;
   result.reason = failure_reason(problem, result);
   return result;
 }

@@ -11,8 +11,15 @@
 
 #include "core/attention_problem.h"
 #include "oracle/reference_attention.h"
+#include "oracle/rounding_bias.h"
 
 namespace attnfuzz {
+
+// A verdict means something only where the bound pins every probability of a row to within this
+// fraction of itself: exp(2 dS_i) - 1 <= 1/4, dS_i being the bound on a score's fp32 error
+// (docs/tolerance.md, "Where a verdict means something"). Rows past it are inconclusive: a
+// failure elsewhere still fails the case, but the case is never passed.
+inline constexpr double kMaxProbabilitySpread = 1.0 / 4.0;
 
 // What is wrong with one output element.
 enum class ElementFault { none, unwritten, nonfinite, beyond_bound };
@@ -27,7 +34,9 @@ struct ElementReport {
 };
 
 struct Comparison {
-  bool passed = false;
+  bool passed = false;        // every element judged and within its bound, both rules kept
+  bool failed = false;        // some element, the FlashAttention rule or the bias test fails
+  bool inconclusive = false;  // neither: some row could not be judged (inconclusive_rows)
   std::string reason;  // empty when passed; otherwise one line naming the first failing element
 
   double max_abs_error = 0.0;
@@ -36,12 +45,18 @@ struct Comparison {
   double correlation = 0.0;    // Pearson, kernel vs reference
   double bound_ratio = 0.0;    // max over elements of |error| / allowed
   double fa_rule_ratio = 0.0;  // max|error| / (2 * plain max|error| + atol)
-  double error_ratio = 0.0;    // max of the two: > 1 exactly when a numeric check fails
+  double error_ratio = 0.0;    // max of the three with bias.ratio: > 1 exactly when a numeric
+                               // check fails
   double plain_max_abs_error = 0.0;
   double fa_rule_atol = 0.0;
 
   std::int64_t elements = 0;
-  std::int64_t failing_elements = 0;           // unwritten, non-finite or beyond the bound
+  std::int64_t failing_elements = 0;  // unwritten, non-finite or beyond the bound
+  // Rows where no verdict means anything: the oracle overflowed, or the bound stopped pinning the
+  // probabilities (kMaxProbabilitySpread). A case with any is never passed.
+  std::int64_t inconclusive_rows = 0;
+  std::string inconclusive_reason;             // the first such row and why; empty when none
+  RoundingBias bias;                           // the bias test over the whole output
   std::optional<ElementReport> first_failure;  // in (batch, head, row, dim) order
   ElementReport worst_element;                 // largest |error| / allowed
 };

@@ -17,10 +17,12 @@ inline std::string_view case_status_name(CaseStatus status) {
 }
 
 // Why a case was skipped: it could not run here (no usable GPU, kernel not in this build, out of
-// memory), or its kernel declares the shape unsupported. --fail-on-skip fails only the first kind.
-enum class SkipCause { unavailable, unsupported };
+// memory), its kernel declares the shape unsupported, or the kernel ran but the tolerance cannot
+// tell right from wrong on this case's data (oracle/tolerance.h, kMaxProbabilitySpread).
+// --fail-on-skip fails only the first kind.
+enum class SkipCause { unavailable, unsupported, inconclusive };
 inline std::string_view skip_cause_name(SkipCause cause) {
-  constexpr std::string_view names[] = {"unavailable", "unsupported"};
+  constexpr std::string_view names[] = {"unavailable", "unsupported", "inconclusive"};
   return names[static_cast<int>(cause)];
 }
 
@@ -35,7 +37,8 @@ struct CaseResult {
   std::string oracle;       // which reference was used, e.g. "cpu_float64"
   Comparison comparison;    // meaningful when the kernel ran
   bool ran = false;
-  double kernel_seconds = 0.0;
+  double kernel_seconds = 0.0;  // the first run
+  double repeat_seconds = 0.0;  // the runs after it, for the determinism check
   double oracle_seconds = 0.0;
   double total_seconds = 0.0;
   std::string timestamp;  // UTC, ISO 8601, when the case finished

@@ -54,6 +54,15 @@ constexpr Field<Comparison, double> kComparisonFigures[] = {
 constexpr Field<Comparison, std::int64_t> kComparisonCounts[] = {
     {"elements", &Comparison::elements},
     {"failing_elements", &Comparison::failing_elements},
+    {"inconclusive_rows", &Comparison::inconclusive_rows},
+};
+constexpr Field<RoundingBias, double> kBiasFigures[] = {
+    {"outward_z", &RoundingBias::outward_z}, {"outward_steps", &RoundingBias::outward_steps},
+    {"upward_z", &RoundingBias::upward_z},   {"upward_steps", &RoundingBias::upward_steps},
+    {"ratio", &RoundingBias::ratio},
+};
+constexpr Field<RoundingBias, std::int64_t> kBiasCounts[] = {
+    {"rows", &RoundingBias::rows},
 };
 
 // Writes each field of `fields` from `record` into `object`; non-finite numbers as null.
@@ -100,6 +109,10 @@ json correctness_to_json(const CaseResult& result) {
   };
   write_fields(correctness, comparison, kComparisonFigures);
   write_fields(correctness, comparison, kComparisonCounts);
+  json bias = json::object();
+  write_fields(bias, comparison.bias, kBiasFigures);
+  write_fields(bias, comparison.bias, kBiasCounts);
+  correctness["bias"] = bias;
   return correctness;
 }
 
@@ -178,6 +191,13 @@ Comparison comparison_from_json(const json& record, bool passed) {
   }
   comparison.worst_element =
       element_from_json(member(correctness, at, "worst_element"), at + "/worst_element");
+  const json& bias = member(correctness, at, "bias");
+  read_fields(comparison.bias, bias, at + "/bias", kBiasFigures);
+  read_fields(comparison.bias, bias, at + "/bias", kBiasCounts);
+  comparison.bias.leans = comparison.bias.ratio > 1.0;
+  comparison.failed = !passed && (comparison.failing_elements > 0 ||
+                                  comparison.fa_rule_ratio > 1.0 || comparison.bias.leans);
+  comparison.inconclusive = !passed && !comparison.failed;
   return comparison;
 }
 
@@ -197,6 +217,7 @@ json case_to_json(const CaseResult& result) {
       {"timing",
        {
            {"kernel_seconds", number_or_null(result.kernel_seconds)},
+           {"repeat_seconds", number_or_null(result.repeat_seconds)},
            {"oracle_seconds", number_or_null(result.oracle_seconds)},
            {"total_seconds", number_or_null(result.total_seconds)},
        }},
@@ -233,9 +254,11 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
   if (!known_status) malformed("/status", "unknown status \"" + status + "\"");
   result.reason = text_at(record, "", "reason");
   if (result.status == CaseStatus::skip) {
-    result.skip_cause = text_at(record, "", "skip_cause") == skip_cause_name(SkipCause::unsupported)
-                            ? SkipCause::unsupported
-                            : SkipCause::unavailable;
+    const std::string cause = text_at(record, "", "skip_cause");
+    for (SkipCause each :
+         {SkipCause::unavailable, SkipCause::unsupported, SkipCause::inconclusive}) {
+      if (skip_cause_name(each) == cause) result.skip_cause = each;
+    }
   }
   if (record.contains("output_tail")) result.output_tail = text_at(record, "", "output_tail");
   result.oracle = text_at(record, "", "oracle");
@@ -245,6 +268,7 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
   }
   const json& timing = member(record, "", "timing");
   result.kernel_seconds = number_at(timing, "/timing", "kernel_seconds");
+  result.repeat_seconds = number_at(timing, "/timing", "repeat_seconds");
   result.oracle_seconds = number_at(timing, "/timing", "oracle_seconds");
   result.total_seconds = number_at(timing, "/timing", "total_seconds");
   result.timestamp = text_at(record, "", "timestamp");

@@ -22,6 +22,11 @@ struct RunSettings {
   std::string kernel;  // overrides every case's kernel when set
   PlantedBug plant = PlantedBug::none;
   std::string kernel_lib;  // the plugin the kernel was loaded from, for replay commands; or empty
+  // How many times each case runs its kernel on the same inputs, each into a freshly poisoned
+  // output. From 2 on, every run must write the same bits as the first (run/repeat_difference.h);
+  // with allow_nondeterminism each run is judged against the oracle on its own instead.
+  int repeats = 2;
+  bool allow_nondeterminism = false;
 };
 
 std::string_view backend_name(Backend backend);

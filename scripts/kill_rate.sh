@@ -4,25 +4,28 @@
 #   (1) the seed's 27-config matrix   fuzz_attention --configs corpus/matrix/seed27.json --fail-fast
 #   (2) the PR matrix                 fuzz_attention --configs corpus/matrix/pr.json --fail-fast
 #   (3) properties, 60 s budget       fuzz_attention --properties --budget 60 --fail-fast
-#   (4) libFuzzer, 60 s budget        fuzz_attention_libfuzzer -max_total_time=60 (fresh corpus)
+#   (4) libFuzzer, 120 s budget       fuzz_attention_libfuzzer -max_total_time=120 (fresh corpus)
 # Prints a Markdown table (time to first failure in seconds, "-" when not killed) and a summary.
 #
-#   scripts/kill_rate.sh [--kernel cpu_flash] [--budget 60] [--plants "a b c"] [--no-build]
+#   scripts/kill_rate.sh [--kernel cpu_flash] [--budget 60] [--libfuzzer-budget 120]
+#                        [--plants "a b c"] [--no-build]
 # --no-build uses the binaries already in ${ATTNFUZZ_BUILD_DIR:-build} as they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kernel=cpu_flash
 budget=60
+libfuzzer_budget=120
 plants=""
 build=1
 while (($#)); do
   case "$1" in
     --kernel) kernel=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
+    --libfuzzer-budget) libfuzzer_budget=$2; shift 2 ;;
     --plants) plants=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "kill_rate: unknown argument '$1'" >&2; exit 3 ;;
   esac
 done
@@ -55,7 +58,7 @@ time_to_kill() {
   fi
 }
 
-echo "| plant | seed27 matrix | pr.json | properties (${budget} s) | libFuzzer (${budget} s) |"
+echo "| plant | seed27 matrix | pr.json | properties (${budget} s) | libFuzzer (${libfuzzer_budget} s) |"
 echo "|---|---|---|---|---|"
 killed_by_properties=0
 killed_by_libfuzzer=0
@@ -68,7 +71,7 @@ for plant in $plants; do
   rm -rf "$work/corpus" && mkdir -p "$work/corpus"
   libfuzzer="-"
   if [[ -x $fuzzer ]]; then
-    libfuzzer=$(time_to_kill "$fuzzer" "--kernel=$kernel" "--plant=$plant" -max_total_time="$budget" \
+    libfuzzer=$(time_to_kill "$fuzzer" "--kernel=$kernel" "--plant=$plant" -max_total_time="$libfuzzer_budget" \
       -dict=corpus/attention.dict -artifact_prefix="$work/" "$work/corpus" corpus/seeds)
   fi
   [[ $properties != - ]] && killed_by_properties=$((killed_by_properties + 1))

@@ -36,6 +36,7 @@ RC_GTEST_PROP(CaseCodec, DecodingAnEncodedCaseGivesTheSameCase, ()) {
       *small_case({.max_seq_len = 4096, .distributions = {}, .injections = true});
   attention_case.kernel = *rc::gen::element<std::string>("", "cpu_flash", "my-kernel.v2");
   attention_case.softmax_scale = *rc::gen::element(0.0, 0.125, 0.3);
+  attention_case = fit_to_work_cap(attention_case);
   const auto bytes = encode_case(attention_case);
   RC_ASSERT(bytes.has_value());
   std::string why;
@@ -60,7 +61,7 @@ RC_GTEST_PROP(CaseCodec, AnyByteStringDecodesToAValidCaseOrIsRejectedWithAReason
   const AttentionCase& c = *decoded;
   RC_ASSERT(c.batch >= 1 && c.kv_heads >= 1 && c.heads % c.kv_heads == 0);
   RC_ASSERT(c.seq_len_q >= 1 && c.seq_len_k >= 1 && c.head_dim >= 1 && c.row_padding >= 0);
-  RC_ASSERT(c.batch * c.heads * c.seq_len_q * c.head_dim <= kEncodedMaxOutputElements);
+  RC_ASSERT(case_work(c) <= kCaseWorkCap);
   // Decoding is canonical: what it produced encodes and decodes back to itself.
   const auto again = encode_case(c);
   RC_ASSERT(again.has_value());
@@ -95,7 +96,7 @@ TEST(CaseCodec, CuttingBytesOffTheEndLeavesTheRestAtTheirSimplestValues) {
   attention_case.seq_len_q = 113;
   attention_case.seq_len_k = 203;
   attention_case.causal = true;
-  attention_case.heads = 6;
+  attention_case.heads = 4;
   attention_case.kv_heads = 2;
   attention_case.head_dim = 128;
   attention_case.dtype = Dtype::bf16;
@@ -115,7 +116,7 @@ TEST(CaseCodec, CuttingBytesOffTheEndLeavesTheRestAtTheirSimplestValues) {
   ASSERT_TRUE(shape_only.has_value());
   EXPECT_EQ(shape_only->seq_len_k, 203);
   EXPECT_TRUE(shape_only->causal);
-  EXPECT_EQ(shape_only->heads, 6);
+  EXPECT_EQ(shape_only->heads, 4);
   EXPECT_EQ(shape_only->head_dim, 128);
   EXPECT_EQ(shape_only->dtype, Dtype::bf16);
   EXPECT_EQ(shape_only->data, DataDistribution::normal);  // cut off: the simplest data
@@ -131,6 +132,34 @@ TEST(CaseCodec, RejectsAScaleThatIsNotFinitePositiveAndNearTheDefault) {
     EXPECT_FALSE(decode_case(bytes, &why)) << scale;
     EXPECT_THAT(why, HasSubstr("softmax scale"));
   }
+}
+
+TEST(CaseCodec, AShapeOverTheWorkCapDecodesFittedUnderItAndSaysSo) {
+  // Two batches of 6 heads, 113 x 203 at head_dim 128: 35M of work, twice the cap. Its bytes
+  // (written here by hand: encode refuses it) decode to the case fit_to_work_cap makes of it.
+  AttentionCase large;
+  large.batch = 2;
+  large.heads = 6;
+  large.kv_heads = 2;
+  large.seq_len_q = 113;
+  large.seq_len_k = 203;
+  large.head_dim = 128;
+  AttentionCase small_twin = large;
+  small_twin.batch = 1;
+  small_twin.heads = 2;
+  std::vector<std::uint8_t> bytes = encoded(small_twin);
+  bytes[9] = 1;   // batch - 1
+  bytes[11] = 2;  // query heads per kv head - 1
+  bool fitted = false;
+  const std::optional<AttentionCase> decoded = decode_case(bytes, nullptr, &fitted);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_TRUE(fitted);
+  EXPECT_EQ(*decoded, fit_to_work_cap(large));
+  EXPECT_LE(case_work(*decoded), kCaseWorkCap);
+  EXPECT_FALSE(encode_case(large).has_value());
+
+  decode_case(encoded(small_twin), nullptr, &fitted);
+  EXPECT_FALSE(fitted);
 }
 
 TEST(CaseCodec, RefusesToEncodeWhatTheBinaryFormCannotHold) {

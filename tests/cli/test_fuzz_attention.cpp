@@ -235,7 +235,15 @@ INSTANTIATE_TEST_SUITE_P(
         HarnessErrorCase{"negative_threads",
                          kValidMatrix,
                          "--configs {matrix} --threads -1",
-                         {"--threads", "must be >= 0"}}),
+                         {"--threads", "must be >= 0"}},
+        HarnessErrorCase{"zero_repeats",
+                         kValidMatrix,
+                         "--configs {matrix} --repeats 0",
+                         {"--repeats", "must be from 1", "got 0"}},
+        HarnessErrorCase{"too_many_repeats",
+                         kValidMatrix,
+                         "--configs {matrix} --repeats 1000000",
+                         {"--repeats", "to 1000", "got 1000000"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ---- reports ----
@@ -441,9 +449,12 @@ TEST_P(FuzzAttentionPlant, FailsTheEdgeMatrixAndNamesTheFirstFailingElement) {
       run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
           " --quiet --plant " + std::string(GetParam().name));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  // The reason names an element: the first beyond its bound, or the worst one when only
-  // FlashAttention's rule failed (an error spread thinly over every element).
-  EXPECT_THAT(result.out, ::testing::ContainsRegex("reason: (.*worst )?element \\(b="));
+  // The reason names an element: the first beyond its bound, the worst one when only
+  // FlashAttention's rule failed (an error spread thinly over every element), or the first that
+  // differs between two runs; or, for the bias test, which way the errors lean.
+  EXPECT_THAT(result.out,
+              ::testing::ContainsRegex("reason: (nondeterministic: |.*worst )?element \\(b=|"
+                                       "reason: rounding bias: the errors lean"));
   EXPECT_THAT(result.out, HasSubstr("--plant " + std::string(GetParam().name)));
 }
 

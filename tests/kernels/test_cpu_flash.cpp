@@ -27,15 +27,26 @@ std::int64_t block_n_of(const AttentionCase& attention_case) {
 
 TEST(CpuFlash, IsNeverFlaggedOnThousandsOfRandomCasesOfEveryDistribution) {
   constexpr int kCases = 3000;
-  const rc::Gen<AttentionCase> generator =
-      small_case({.max_seq_len = 160, .distributions = {}, .injections = true});
+  const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 160,
+                                                       .distributions = {},
+                                                       .injections = true,
+                                                       .other_scales = true,
+                                                       .long_rows = false,
+                                                       .other_head_dims = false});
   std::map<DataDistribution, int> passed_by_distribution;
+  int inconclusive = 0;
   double worst_ratio = 0.0;
   for (int index = 0; index < kCases; ++index) {
     const AttentionCase attention_case = generator(rc::Random(index + 1), 50).value();
     const CaseResult result = run_case(attention_case);
-    ASSERT_EQ(result.status, CaseStatus::pass)
+    ASSERT_NE(result.status, CaseStatus::fail)
         << describe_case(attention_case) << ": " << result.reason;
+    if (result.status == CaseStatus::skip) {
+      // Only cases the tolerance cannot judge (docs/tolerance.md): huge injected scores in bf16.
+      ASSERT_EQ(result.skip_cause, SkipCause::inconclusive) << result.reason;
+      ++inconclusive;
+      continue;
+    }
     ++passed_by_distribution[attention_case.data];
     worst_ratio = std::max(worst_ratio, result.comparison.error_ratio);
   }
@@ -44,7 +55,9 @@ TEST(CpuFlash, IsNeverFlaggedOnThousandsOfRandomCasesOfEveryDistribution) {
   for (const auto& [distribution, passed] : passed_by_distribution) {
     EXPECT_GT(passed, kCases / 20) << distribution_name(distribution);
   }
-  std::printf("worst error_ratio of cpu_flash over %d random cases: %.3f\n", kCases, worst_ratio);
+  EXPECT_LT(inconclusive, kCases / 50);
+  std::printf("worst error_ratio of cpu_flash over %d random cases: %.3f (%d inconclusive)\n",
+              kCases, worst_ratio, inconclusive);
 }
 
 TEST(CpuFlash, PassesTheShippedEdgeShapesAtSeqLen1023And1025) {
@@ -188,25 +201,30 @@ RC_GTEST_PROP(CpuFlashPlants, GqaHeadMappingByModuloIsAlwaysCaught, ()) {
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
-RC_GTEST_PROP(CpuFlashPlants, PvAccumulatorInTheInputDtypeIsAlwaysCaughtOnLongRows, ()) {
+// Long, nearly flat rows: one head of one batch, 16 to 200 query rows over 6000 to 8192 keys of
+// uniform data, not causal. On these an accumulator rounded to the input dtype again and again
+// shows, through the FlashAttention rule: each rounding is an error of up to u relative to the
+// partial sum, the size the tolerance already grants P's rounding, so a few stay within the
+// bound; but uniform data give rows whose scores lie within about +-1 and whose outputs, means of
+// many V, are small. The plain same-precision reference is accurate to about u |O| there, while
+// the kernel's T roundings of partial sums of sqrt(keys) size add up, relative to |O|, like
+// sqrt(T). One head keeps a case of 8192 keys fast; no injection (a large V would make the
+// rule's atol, u max |O|, as large as the error). Call only inside a property.
+AttentionCase long_flat_rows() {
   AttentionCase attention_case = *small_case(
       {.max_seq_len = 200, .distributions = {DataDistribution::uniform}, .injections = false});
-  // Observable only on long rows, through the FlashAttention rule. Each key tile rounds the
-  // running accumulator to the dtype: an error of up to u relative to the partial sum, the size
-  // the tolerance already grants P's rounding, so a few tiles stay within the bound. Uniform data
-  // give nearly flat rows (scores within about +-1) whose outputs, means of many V, are small:
-  // the plain same-precision reference is accurate to about u |O| while the kernel's T roundings
-  // of partial sums of sqrt(keys) size add up, relative to |O|, like sqrt(T) ~ sqrt(seq_len_k).
-  // Measured over 384 such cases: the FlashAttention ratio is >= 1.4 from 6000 keys (94+ tiles)
-  // with 16+ query rows (a single row can pass, 0.89; 1.04 at 3000 keys); the correct kernel's
-  // stays <= 0.5 there.
-  // One head of one batch keeps a case of 8192 keys fast (no injection: a large V would make the
-  // rule's atol, u max |O|, as large as the error).
   attention_case.batch = attention_case.heads = attention_case.kv_heads = 1;
   attention_case.seq_len_k = *rc::gen::inRange<std::int64_t>(6000, 8193);
   attention_case.causal = false;
   RC_PRE(attention_case.seq_len_q >= 16);
-  const CaseResult result = run_case(attention_case, PlantedBug::pv_fp16_accumulation);
+  return attention_case;
+}
+
+RC_GTEST_PROP(CpuFlashPlants, PvAccumulatorInTheInputDtypeIsAlwaysCaughtOnLongRows, ()) {
+  // Rounded after every key tile: T = seq_len_k / 64 >= 94. Measured over 384 such cases: the
+  // FlashAttention ratio is >= 1.4 from 6000 keys with 16+ query rows (a single row can pass,
+  // 0.89; 1.04 at 3000 keys); the correct kernel's stays <= 0.5 there.
+  const CaseResult result = run_case(long_flat_rows(), PlantedBug::pv_fp16_accumulation);
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
@@ -259,6 +277,105 @@ RC_GTEST_PROP(CpuFlashPlants, StaleRowSumIsAlwaysCaught, ()) {
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
+RC_GTEST_PROP(CpuFlashPlants, IgnoringTheRequestedSoftmaxScaleIsAlwaysCaught, ()) {
+  AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::normal}, .injections = false});
+  // Observable: the requested scale is at least 4x from the default 1/sqrt(head_dim) either way,
+  // so the softmax runs at a temperature 4x to 16x off; N(0, 1) scores over 2+ visible keys per
+  // row move the probabilities, and so the output, by far more than rounding.
+  const double factor = *rc::gen::element(1.0 / 16, 1.0 / 4, 4.0, 8.0);
+  attention_case.softmax_scale = factor / std::sqrt(static_cast<double>(attention_case.head_dim));
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_k >= 2);
+  const CaseResult result = run_case(attention_case, PlantedBug::scale_ignored);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, ASingleKeyShortcutWithTheWrongKvHeadIsAlwaysCaught, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  // Observable: one key, and 1 < kv_heads < heads. Head 1 then reads kv head 1 % kv_heads = 1
+  // instead of 1 / group = 0: the single visible V row of another head (the last query row sees
+  // it even under the causal mask).
+  attention_case.seq_len_k = 1;
+  RC_PRE(attention_case.kv_heads > 1 && attention_case.heads > attention_case.kv_heads);
+  const CaseResult result = run_case(attention_case, PlantedBug::single_key_wrong_kv_head);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, ASplitKvCombineInTheInputDtypeIsAlwaysCaughtOnLongRows, ()) {
+  // Past kSplitKvMinKeys keys, rounded after every split of kSplitKvKeys: T = seq_len_k / 128
+  // >= 46, half pv_fp16_accumulation's. Measured over 120 such cases (16, 17, 64 and 200 query
+  // rows over 6000, 7001 and 8192 keys, both dtypes, five seeds): the FlashAttention ratio is
+  // 1.13 to 3.0, against at most 0.45 for the correct kernel on the same cases.
+  const CaseResult result = run_case(long_flat_rows(), PlantedBug::split_kv_input_dtype_combine);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, TruncatingTheOutputIsAlwaysCaughtByTheBiasTest, ()) {
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 200,
+                   .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                   .injections = false});
+  // Observable: enough distinct, inexact rows for the bias test to reach its limit. Truncation
+  // moves every element half a rounding step toward zero on average, so each row's sample is
+  // about -1/2 and |Z| grows like sqrt(rows) / 2 (docs/tolerance.md): 200 rows give ~7 at the
+  // least, the noise of the computation's own errors included. Two keys or more, every row
+  // seeing all of them: one key makes the output a V row, exact in any rounding.
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_k >= 2);
+  RC_PRE(visible_rows(attention_case) >= 200);
+  const CaseResult result = run_case(attention_case, PlantedBug::output_truncation);
+  RC_ASSERT(result.status == CaseStatus::fail);
+  RC_ASSERT(result.comparison.bias.leans);
+}
+
+TEST(CpuFlashPlants, AFlakyLastUlpIsAlwaysCaughtByTheDeterminismCheck) {
+  // The plant flips the last element on every second kernel call; each case runs the kernel twice
+  // and compares the bits, so every case sees one flipped and one clean output.
+  AttentionCase attention_case;
+  attention_case.heads = 2;
+  attention_case.seq_len_q = attention_case.seq_len_k = 70;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const CaseResult result = run_case(attention_case, PlantedBug::flaky_last_ulp);
+    ASSERT_EQ(result.status, CaseStatus::fail);
+    EXPECT_NE(result.reason.find("nondeterministic: element (b=0, h=1, i=69, d=63)"),
+              std::string::npos)
+        << result.reason;
+  }
+}
+
+TEST(CpuFlashPlants, AFlakyLastUlpPassesWithOneRunPerCase) {
+  // What --repeats 1 gives up: the one-ulp change is inside every bound.
+  AttentionCase attention_case;
+  attention_case.heads = 2;
+  attention_case.seq_len_q = attention_case.seq_len_k = 70;
+  RunSettings settings;
+  settings.backend = Backend::cpu;
+  settings.plant = PlantedBug::flaky_last_ulp;
+  settings.repeats = 1;
+  for (int run = 0; run < 4; ++run) {
+    EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::pass);
+  }
+}
+
+TEST(CpuFlashPlants, AllowingNondeterminismJudgesEveryRunAgainstTheOracle) {
+  AttentionCase attention_case;
+  attention_case.heads = 2;
+  attention_case.seq_len_q = attention_case.seq_len_k = 70;
+  RunSettings settings;
+  settings.backend = Backend::cpu;
+  settings.plant = PlantedBug::flaky_last_ulp;
+  settings.repeats = 4;
+  settings.allow_nondeterminism = true;
+  EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::pass);
+  settings.plant = PlantedBug::output_truncation;  // wrong in every run: still fails
+  attention_case.seq_len_q = 200;
+  EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::fail);
+}
+
 TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
   // Adding a plant to cpu_flash without a property that proves it is caught fails here.
   const std::vector<PlantedBug> covered = {PlantedBug::drop_last_key_tile,
@@ -274,7 +391,12 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::batch_stride_unpadded,
                                            PlantedBug::no_max_subtraction,
                                            PlantedBug::read_past_seq_len_k,
-                                           PlantedBug::stale_row_sum};
+                                           PlantedBug::stale_row_sum,
+                                           PlantedBug::scale_ignored,
+                                           PlantedBug::single_key_wrong_kv_head,
+                                           PlantedBug::split_kv_input_dtype_combine,
+                                           PlantedBug::output_truncation,
+                                           PlantedBug::flaky_last_ulp};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -542,7 +543,7 @@ TEST(EdgesMatrix, StaysSmall) {
   double work = 0.0;
   for (const AttentionCase& c : edges_cases()) {
     EXPECT_LE(c.batch, 2) << c.id;
-    EXPECT_LE(c.heads, 6) << c.id;
+    EXPECT_LE(c.heads, 8) << c.id;
     work += static_cast<double>(c.batch) * static_cast<double>(c.heads) *
             static_cast<double>(c.seq_len_q) * static_cast<double>(c.seq_len_k) *
             static_cast<double>(c.head_dim);
@@ -598,6 +599,48 @@ const EdgeCoverage kEdgeCoverage[] = {
     {"RowPadding", [](const AttentionCase& c) { return c.row_padding == 8; }},
     {"Fp16", [](const AttentionCase& c) { return c.dtype == Dtype::fp16; }},
     {"Bf16", [](const AttentionCase& c) { return c.dtype == Dtype::bf16; }},
+    // The axes a kernel that ignores or hard-codes something would otherwise pass on.
+    {"SoftmaxScaleFarBelowTheDefault",
+     [](const AttentionCase& c) {
+       return c.softmax_scale > 0.0 &&
+              c.softmax_scale * std::sqrt(static_cast<double>(c.head_dim)) < 0.25;
+     }},
+    {"SoftmaxScaleFarAboveTheDefault",
+     [](const AttentionCase& c) {
+       return c.softmax_scale * std::sqrt(static_cast<double>(c.head_dim)) > 4.0;
+     }},
+    {"SingleKeyUnderGqa",
+     [](const AttentionCase& c) {
+       return c.seq_len_k == 1 && c.kv_heads > 1 && c.heads > c.kv_heads;
+     }},
+    {"SingleKeyUnderMqa",
+     [](const AttentionCase& c) { return c.seq_len_k == 1 && c.kv_heads == 1 && c.heads > 1; }},
+    {"FewKeysUnderGqa",
+     [](const AttentionCase& c) {
+       return c.seq_len_k > 1 && c.seq_len_k < 8 && c.kv_heads > 1 && c.heads > c.kv_heads;
+     }},
+    {"RowPast4096KeysInBf16OfPeakedScores",
+     [](const AttentionCase& c) {
+       return c.seq_len_k > 4096 && c.dtype == Dtype::bf16 &&
+              c.data == DataDistribution::peaked_softmax;
+     }},
+    {"HeadDim96", with_head_dim(96)},
+    {"HeadDim256", with_head_dim(256)},
+    {"UnsupportedHeadDim16", with_head_dim(16)},
+    {"UnsupportedHeadDim160", with_head_dim(160)},
+    {"UnsupportedHeadDim192", with_head_dim(192)},
+    {"SpecialValuesInQ",
+     [](const AttentionCase& c) {
+       return c.injection.tensor == TensorRole::query && c.injection.value != SpecialValue::none;
+     }},
+    {"SpecialValuesInK",
+     [](const AttentionCase& c) {
+       return c.injection.tensor == TensorRole::key && c.injection.value != SpecialValue::none;
+     }},
+    {"SpecialValuesInV",
+     [](const AttentionCase& c) {
+       return c.injection.tensor == TensorRole::value && c.injection.value != SpecialValue::none;
+     }},
 };
 
 class EdgesMatrixCovers : public ::testing::TestWithParam<EdgeCoverage> {};

@@ -168,8 +168,9 @@ TEST(Tolerance, FlashAttentionsRuleComparesWithTwiceThePlainError) {
   EXPECT_DOUBLE_EQ(
       comparison.fa_rule_ratio,
       comparison.max_abs_error / (2.0 * comparison.plain_max_abs_error + comparison.fa_rule_atol));
-  EXPECT_DOUBLE_EQ(comparison.error_ratio,
-                   std::max(comparison.bound_ratio, comparison.fa_rule_ratio));
+  EXPECT_DOUBLE_EQ(
+      comparison.error_ratio,
+      std::max({comparison.bound_ratio, comparison.fa_rule_ratio, comparison.bias.ratio}));
 }
 
 TEST(Tolerance, FlashAttentionsRuleAloneCanFailACase) {
@@ -191,6 +192,97 @@ TEST(Tolerance, FlashAttentionsRuleAloneCanFailACase) {
   EXPECT_GT(comparison.fa_rule_ratio, 1.0);
   EXPECT_FALSE(comparison.passed);
   EXPECT_NE(comparison.reason.find("FlashAttention rule"), std::string::npos) << comparison.reason;
+}
+
+// ---- where a verdict means something ----
+
+void write_everywhere(Fixture& fixture, float value) {
+  for (std::int64_t b = 0; b < fixture.problem.batch; ++b)
+    for (std::int64_t h = 0; h < fixture.problem.heads; ++h)
+      for (std::int64_t i = 0; i < fixture.problem.seq_len_q; ++i)
+        for (std::int64_t d = 0; d < fixture.problem.head_dim; ++d)
+          fixture.element(b, h, i, d) = float_to_dtype(value, fixture.problem.dtype);
+}
+
+TEST(Tolerance, AScaleThatOverflowsTheOracleIsNeverAPassWhateverTheKernelWrites) {
+  // 1e308 and 1e30 turn the float64 scores into inf (or the bound into inf): nothing can be
+  // compared, and a NaN ratio must not slip through as "not above 1".
+  for (const double scale : {1e308, 1e30}) {
+    AttentionCase attention_case = small();
+    attention_case.softmax_scale = scale;
+    Fixture fixture(attention_case);
+    for (const float written : {0.0f, 0.5f}) {
+      write_everywhere(fixture, written);
+      const Comparison comparison = fixture.compare();
+      EXPECT_FALSE(comparison.passed) << "scale " << scale << ", output " << written;
+      EXPECT_TRUE(comparison.failed || comparison.inconclusive);
+      EXPECT_FALSE(comparison.reason.empty());
+    }
+    fixture.write_rounded_reference();
+    EXPECT_FALSE(fixture.compare().passed) << "scale " << scale;
+  }
+}
+
+TEST(Tolerance, RowsWhoseBoundNoLongerPinsTheProbabilitiesAreInconclusiveNeverPassed) {
+  // Scale 10000 on N(0, 1) data at D = 32: the fp32 score bound dS ~ 2e-6 x 10000 x |Q| max|K|
+  // ~ 0.9 lets every probability move by a factor of ~5, past kMaxProbabilitySpread: even a
+  // kernel writing the reference itself gets no pass, and the reason says why and what to change.
+  AttentionCase attention_case = small();
+  attention_case.softmax_scale = 10000.0;
+  Fixture fixture(attention_case);
+  fixture.write_rounded_reference();
+  const Comparison comparison = fixture.compare();
+  EXPECT_FALSE(comparison.passed);
+  EXPECT_TRUE(comparison.inconclusive);
+  EXPECT_FALSE(comparison.failed);
+  EXPECT_GT(comparison.inconclusive_rows, 0);
+  EXPECT_NE(comparison.reason.find("inconclusive: row (b="), std::string::npos)
+      << comparison.reason;
+  EXPECT_NE(comparison.reason.find("lower softmax_scale"), std::string::npos) << comparison.reason;
+}
+
+TEST(Tolerance, AFailureElsewhereStillFailsACaseWithInconclusiveRows) {
+  AttentionCase attention_case = small();
+  attention_case.softmax_scale = 10000.0;
+  Fixture fixture(attention_case);
+  fixture.write_rounded_reference();
+  fixture.element(0, 0, 0, 0) = 0x7E00;  // NaN: wrong whatever the bound
+  const Comparison comparison = fixture.compare();
+  EXPECT_TRUE(comparison.failed);
+  EXPECT_FALSE(comparison.inconclusive);
+}
+
+TEST(Tolerance, ALargeScaleThatTheBoundStillCoversIsJudged) {
+  // Scale 4 (32x the default at D = 32): still well inside the range where a verdict means
+  // something, so the rounded reference passes and an output off by its scale fails.
+  AttentionCase attention_case = small();
+  attention_case.softmax_scale = 4.0;
+  Fixture fixture(attention_case);
+  fixture.write_rounded_reference();
+  const Comparison comparison = fixture.compare();
+  EXPECT_TRUE(comparison.passed) << comparison.reason;
+  EXPECT_EQ(comparison.inconclusive_rows, 0);
+}
+
+TEST(Tolerance, TruncatedOutputsFailTheBiasTestThoughEveryElementIsWithinItsBound) {
+  for (const Dtype dtype : {Dtype::fp16, Dtype::bf16}) {
+    AttentionCase attention_case = small(dtype);
+    attention_case.seq_len_q = 200;
+    Fixture fixture(attention_case);
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t h = 0; h < 4; ++h)
+        for (std::int64_t i = 0; i < 200; ++i)
+          for (std::int64_t d = 0; d < 32; ++d)
+            fixture.element(b, h, i, d) = float_to_dtype_toward_zero(
+                static_cast<float>(fixture.reference.output[fixture.compact(b, h, i, d)]), dtype);
+    const Comparison comparison = fixture.compare();
+    EXPECT_LE(comparison.bound_ratio, 1.0);
+    EXPECT_TRUE(comparison.bias.leans);
+    EXPECT_TRUE(comparison.failed);
+    EXPECT_NE(comparison.reason.find("rounding bias: the errors lean toward zero"),
+              std::string::npos)
+        << comparison.reason;
+  }
 }
 
 }  // namespace

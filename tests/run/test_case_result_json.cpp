@@ -55,7 +55,16 @@ CaseResult failed_result() {
   comparison.first_failure =
       ElementReport{1, 4, 90, 3, 0.1, 0.3, 0.001, ElementFault::beyond_bound};
   comparison.worst_element = {1, 5, 96, 63, -0.5, 0.25, 0.002, ElementFault::beyond_bound};
+  comparison.inconclusive_rows = 2;
+  comparison.bias.rows = 1164;
+  comparison.bias.outward_z = -7.5;
+  comparison.bias.outward_steps = -0.5;
+  comparison.bias.upward_z = 1.25;
+  comparison.bias.upward_steps = 0.125;
+  comparison.bias.ratio = 2.0;
+  comparison.bias.leans = true;
   result.kernel_seconds = 0.01;
+  result.repeat_seconds = 0.011;
   result.oracle_seconds = 0.02;
   result.total_seconds = 0.04;
   result.timestamp = "2026-11-23T10:00:00Z";
@@ -71,6 +80,10 @@ TEST(CaseResultJson, AFailedResultComesBackWithEveryField) {
   ASSERT_TRUE(back.comparison.first_failure.has_value());
   EXPECT_EQ(back.comparison.first_failure->row, 90);
   EXPECT_EQ(back.comparison.mean_abs_error, 1.0 / 3.0) << "doubles round-trip exactly";
+  EXPECT_TRUE(back.comparison.bias.leans);
+  EXPECT_TRUE(back.comparison.failed);
+  EXPECT_EQ(back.comparison.bias.rows, 1164);
+  EXPECT_EQ(back.repeat_seconds, 0.011);
 }
 
 TEST(CaseResultJson, ASkipKeepsItsCauseAndACrashItsLastOutput) {
@@ -83,6 +96,16 @@ TEST(CaseResultJson, ASkipKeepsItsCauseAndACrashItsLastOutput) {
   const CaseResult skipped_back = case_result_from_json(case_to_json(skipped), gqa_case());
   EXPECT_EQ(skipped_back.skip_cause, SkipCause::unsupported);
   EXPECT_FALSE(skipped_back.ran);
+
+  CaseResult inconclusive = skipped;
+  inconclusive.skip_cause = SkipCause::inconclusive;
+  inconclusive.ran = true;
+  inconclusive.comparison.inconclusive_rows = 7;
+  const CaseResult inconclusive_back =
+      case_result_from_json(case_to_json(inconclusive), gqa_case());
+  EXPECT_EQ(inconclusive_back.skip_cause, SkipCause::inconclusive);
+  EXPECT_TRUE(inconclusive_back.comparison.inconclusive);
+  EXPECT_EQ(inconclusive_back.comparison.inconclusive_rows, 7);
 
   CaseResult crashed = skipped;
   crashed.status = CaseStatus::fail;

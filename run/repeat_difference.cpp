@@ -1,0 +1,41 @@
+#include "run/repeat_difference.h"
+
+#include <sstream>
+
+#include "core/dtype.h"
+#include "oracle/tensor_rows.h"
+
+namespace attnfuzz {
+
+std::optional<std::string> find_repeat_difference(const AttentionProblem& problem,
+                                                  const std::uint16_t* first_output,
+                                                  const std::uint16_t* repeat_output,
+                                                  int repeat_run) {
+  std::int64_t differing = 0;
+  std::ostringstream first;
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+        const std::uint16_t* row_a = tensor_row(first_output, problem.o_strides, b, i, h);
+        const std::uint16_t* row_b = tensor_row(repeat_output, problem.o_strides, b, i, h);
+        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+          if (row_a[d] == row_b[d]) continue;
+          if (differing++ == 0) {
+            first.precision(9);
+            first << "element (b=" << b << ", h=" << h << ", i=" << i << ", d=" << d << ") is "
+                  << dtype_to_float(row_a[d], problem.dtype) << " in run 1 and "
+                  << dtype_to_float(row_b[d], problem.dtype) << " in run " << repeat_run;
+          }
+        }
+      }
+    }
+  }
+  if (differing == 0) return std::nullopt;
+  std::ostringstream line;
+  line << "nondeterministic: " << first.str() << "; " << differing << " of "
+       << problem.batch * problem.heads * problem.seq_len_q * problem.head_dim
+       << " elements differ between runs on the same inputs";
+  return line.str();
+}
+
+}  // namespace attnfuzz
