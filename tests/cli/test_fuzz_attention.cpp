@@ -78,6 +78,26 @@ TEST_F(FuzzAttention, PlantedBugExitsOneNamesTheFirstFailingElementAndPrintsARep
   EXPECT_EQ(result.last_line(), "0 passed, 2 failed, 0 skipped");
 }
 
+TEST_F(FuzzAttention, AScaleBeyondWhatTheToleranceCanJudgeIsNeverAPassWhateverTheKernel) {
+  // 1e308 overflows the float64 oracle; 1e30 and 1e4 leave the scores' rounding free to move every
+  // probability by any factor. No kernel, right or wrong, gets a pass: the correct one's cases are
+  // skipped as inconclusive with the reason (a run of nothing else exits 2, as when nothing could
+  // run); a wrong one's are skipped too, or fail where an element is wrong even by the wide bound.
+  constexpr const char* kHugeScales = R"({
+    "name": "t",
+    "cases": [{"heads": 2, "seq_len": 70, "softmax_scale": [1e308, 1e30, 1e4]}]
+  })";
+  const RunResult correct = run_matrix(kHugeScales);
+  EXPECT_EQ(correct.exit_code, 2) << correct.out << correct.err;
+  EXPECT_THAT(correct.out, HasSubstr("reason: inconclusive: row (b=0, h=0, i=0)"));
+  EXPECT_EQ(correct.last_line(), "0 passed, 0 failed, 3 skipped");
+  for (const std::string plant : {"scale_ignored", "scale_hardcoded_64", "causal_off_by_one"}) {
+    const RunResult wrong = run_matrix(kHugeScales, "--plant " + plant);
+    EXPECT_NE(wrong.exit_code, 0) << plant << "\n" << wrong.out << wrong.err;
+    EXPECT_THAT(wrong.out, Not(HasSubstr("PASS"))) << plant;
+  }
+}
+
 TEST_F(FuzzAttention, ReplayCommandReproducesTheFailureOfItsCaseAlone) {
   const RunResult failing = run_matrix(kTwoCases, "--plant drop_last_key_tile");
   ASSERT_EQ(failing.exit_code, 1) << failing.out << failing.err;
