@@ -58,7 +58,8 @@ struct CaseLimits {
   // observability argument about the cases it draws stays as it was written.
   bool other_scales = false;     // 1 case in 4 with softmax_scale 1/16 to 8 times the default
   bool long_rows = false;        // 1 case in 8 with 1025 to 8192 keys, fitted under the work cap
-  bool other_head_dims = false;  // also head dims no built-in kernel supports: 16, 80, 160, 192
+  bool other_head_dims = false;  // 1 case in 8 with a head dim no built-in kernel supports:
+                                 // 16, 80, 160 or 192 (a plugin's, perhaps)
 };
 
 // softmax_scale as a multiple of the default 1/sqrt(head_dim), or 0 (the default itself) 3 times
@@ -107,15 +108,19 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       distributions.push_back(info.distribution);
     }
   }
-  std::vector<std::int64_t> head_dims = {64, 32, 96, 128, 256};
-  if (limits.other_head_dims) head_dims.insert(head_dims.end(), {80, 160, 192, 16});
+  const rc::Gen<std::int64_t> built_in_head_dim = choice<std::int64_t>({64, 32, 96, 128, 256});
+  const rc::Gen<std::int64_t> head_dim =
+      limits.other_head_dims
+          ? rc::gen::weightedOneOf<std::int64_t>(
+                {{7, built_in_head_dim}, {1, choice<std::int64_t>({80, 160, 192, 16})}})
+          : built_in_head_dim;
   const auto shape = rc::gen::tuple(
       rc::gen::inRange<std::int64_t>(1, 3),                 // batch
       choice<std::int64_t>({1, 2, 3}),                      // kv_heads
       choice<std::int64_t>({1, 2, 3}),                      // query heads per kv head
       sequence_length(limits.max_seq_len),                  // seq_len_q
       rc::gen::maybe(sequence_length(limits.max_seq_len)),  // seq_len_k (nothing: = seq_len_q)
-      choice(std::move(head_dims)));                        // head_dim
+      head_dim);                                            // head_dim
   // What the wider axes add: a scale factor and a long row length (0: none), shrinking to none.
   const auto wider = rc::gen::pair(
       limits.other_scales ? scale_factor() : rc::gen::just(0.0),
