@@ -9,9 +9,12 @@
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
 // single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
 // and reason), coverage by distribution and dtype, the worst error_ratio and bias ratio seen, the
-// skips by cause and the throughput. Exit code 1 when there was any false alarm.
+// skips by cause and the throughput. SIGINT or SIGTERM stops it early: the cases under way finish
+// and the summary covers the cases run. Exit code 1 when there was any false alarm.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -31,6 +34,7 @@ namespace {
 
 // What one thread saw; merged at the end.
 struct Tally {
+  long long cases = 0;
   std::map<std::string, long long> checked_by_class;
   std::map<std::string, long long> skipped_by_cause;
   long long false_alarms = 0, skipped = 0, property_checks = 0;
@@ -38,6 +42,7 @@ struct Tally {
   std::string worst_case;
 
   void merge(const Tally& other) {
+    cases += other.cases;
     for (const auto& [name, count] : other.checked_by_class) checked_by_class[name] += count;
     for (const auto& [name, count] : other.skipped_by_cause) skipped_by_cause[name] += count;
     false_alarms += other.false_alarms;
@@ -52,6 +57,11 @@ struct Tally {
 };
 
 std::mutex output_mutex;
+std::atomic<bool> stop_requested{false};
+
+extern "C" void request_stop(int) {
+  stop_requested = true;
+}
 
 void report_false_alarm(std::string_view check, const AttentionCase& attention_case,
                         const std::string& reason) {
@@ -67,6 +77,7 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
   const AttentionCase attention_case =
       generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
   const CaseResult result = CaseRunner(settings).run(attention_case);
+  ++tally.cases;
   if (result.status == CaseStatus::skip) {
     ++tally.skipped;
     ++tally.skipped_by_cause[std::string(skip_cause_name(result.skip_cause))];
@@ -111,6 +122,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[arg], "--jobs") == 0) jobs = std::max(1, std::atoi(argv[arg + 1]));
   }
   set_default_thread_count(1);  // one case per thread: the jobs are the parallelism
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
   const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 256,
                                                        .distributions = {},
                                                        .injections = true,
@@ -123,7 +136,7 @@ int main(int argc, char** argv) {
   for (int job = 0; job < jobs; ++job) {
     threads.emplace_back([&, job] {
       Tally& tally = tallies[static_cast<std::size_t>(job)];
-      for (long long index = job; index < cases; index += jobs) {
+      for (long long index = job; index < cases && !stop_requested; index += jobs) {
         if (index > 0 && index % 10000 == 0) {
           const std::lock_guard<std::mutex> lock(output_mutex);
           std::fprintf(stderr, "%lld cases, %lld false alarms on this thread\n", index,
@@ -146,10 +159,10 @@ int main(int argc, char** argv) {
   for (const auto& [cause, count] : total.skipped_by_cause)
     std::printf("skipped as %s: %lld\n", cause.c_str(), count);
   std::printf(
-      "%lld random cases (%lld skipped), %lld metamorphic checks, %d jobs, %.0f s "
+      "%lld random cases (%lld skipped)%s, %lld metamorphic checks, %d jobs, %.0f s "
       "(%.0f cases/s)\n",
-      cases, total.skipped, total.property_checks, jobs, seconds,
-      static_cast<double>(cases) / seconds);
+      total.cases, total.skipped, stop_requested ? ", stopped early" : "", total.property_checks,
+      jobs, seconds, static_cast<double>(total.cases) / seconds);
   std::printf("false alarms: %lld\n", total.false_alarms);
   return total.false_alarms == 0 ? 0 : 1;
 }
