@@ -12,12 +12,11 @@ void summarize(double sum, double squares, std::int64_t rows, double& z, double&
   steps = rows > 0 ? sum / static_cast<double>(rows) : 0.0;
 }
 
-// How close one signing comes to failing: both limits must be passed, so the nearer-to-safe one.
-double closeness(double z, double steps) {
+}  // namespace
+
+double bias_closeness(double z, double steps) {
   return std::min(std::fabs(z) / kBiasZLimit, std::fabs(steps) / kBiasMinSteps);
 }
-
-}  // namespace
 
 RoundingBiasTest::RoundingBiasTest(Dtype output_dtype) {
   const DtypeTraits& traits = traits_of(output_dtype);
@@ -60,8 +59,8 @@ RoundingBias RoundingBiasTest::result() const {
   bias.rows = rows_;
   summarize(outward_sum_, outward_squares_, rows_, bias.outward_z, bias.outward_steps);
   summarize(upward_sum_, upward_squares_, rows_, bias.upward_z, bias.upward_steps);
-  bias.ratio = std::max(closeness(bias.outward_z, bias.outward_steps),
-                        closeness(bias.upward_z, bias.upward_steps));
+  bias.ratio = std::max(bias_closeness(bias.outward_z, bias.outward_steps),
+                        bias_closeness(bias.upward_z, bias.upward_steps));
   bias.leans = bias.ratio > 1.0;
   return bias;
 }

@@ -49,6 +49,10 @@ struct RoundingBias {
                                // min(|Z| / kBiasZLimit, |M| / kBiasMinSteps); > 1 fails
 };
 
+// How close one signing (its Z and mean steps M) comes to failing: both limits must be passed, so
+// min(|Z| / kBiasZLimit, |M| / kBiasMinSteps); above 1 it fails.
+double bias_closeness(double z, double steps);
+
 // Accumulates the samples row by row: begin_row, add for each element, end_row.
 class RoundingBiasTest {
  public:

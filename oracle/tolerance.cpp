@@ -294,8 +294,7 @@ void apply_flash_attention_rule(double unit_roundoff, double max_expected, doubl
 
 // One line saying which way the errors lean, by how much and how surely.
 std::string bias_reason(const RoundingBias& bias) {
-  const bool outward = std::min(std::fabs(bias.outward_z) / kBiasZLimit,
-                                std::fabs(bias.outward_steps) / kBiasMinSteps) > 1.0;
+  const bool outward = bias_closeness(bias.outward_z, bias.outward_steps) > 1.0;
   const double z = outward ? bias.outward_z : bias.upward_z;
   const double steps = outward ? bias.outward_steps : bias.upward_steps;
   const char* direction = outward ? (steps < 0.0 ? "toward zero" : "away from zero")
