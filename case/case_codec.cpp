@@ -1,5 +1,7 @@
 #include "case/case_codec.h"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -209,6 +211,33 @@ nlohmann::json case_keys_to_json(const AttentionCase& attention_case) {
     if (!Field::Codec::unset(value)) keys[std::string(Field::key)] = Field::Codec::write(value);
   });
   return keys;
+}
+
+AttentionCase case_from_keys_json(const nlohmann::json& keys) {
+  if (!keys.is_object()) throw std::invalid_argument("a case is a JSON object of its keys");
+  AttentionCase attention_case;
+  std::size_t known = 0;
+  for_each_case_field([&](auto field) {
+    using Field = decltype(field);
+    const auto found = keys.find(std::string(Field::key));
+    if (found == keys.end()) return;
+    ++known;
+    try {
+      attention_case.*Field::member = Field::Codec::read(*found);
+    } catch (const FieldProblem& problem) {
+      throw std::invalid_argument("case key \"" + std::string(Field::key) +
+                                  "\": " + problem.message);
+    }
+  });
+  if (known != keys.size()) {
+    for (const auto& item : keys.items()) {
+      const std::string& name = item.key();
+      bool is_field = false;
+      for_each_case_field([&](auto field) { is_field = is_field || name == decltype(field)::key; });
+      if (!is_field) throw std::invalid_argument("unknown case key \"" + name + "\"");
+    }
+  }
+  return attention_case;
 }
 
 std::string case_to_matrix_text(const AttentionCase& attention_case, const std::string& name) {

@@ -67,6 +67,12 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes,
 // scale, kernel and injection). A matrix file reads it back as the same case.
 nlohmann::json case_keys_to_json(const AttentionCase& attention_case);
 
+// The case `keys` describes, in case_keys_to_json's form: each field under its own key (no
+// shorthands or aliases), absent ones at their defaults. The id is left empty. Throws
+// std::invalid_argument naming the key that is unknown or whose value is unusable. How a worker
+// process receives the case it must run; a matrix file is read by matrix/matrix_file.h instead.
+AttentionCase case_from_keys_json(const nlohmann::json& keys);
+
 // A one-case matrix file named `name` holding the case: its JSON form.
 std::string case_to_matrix_text(const AttentionCase& attention_case, const std::string& name);
 

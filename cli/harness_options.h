@@ -73,6 +73,8 @@ namespace attnfuzz {
   X(FLAG, bool, fail_on_skip, "--fail-on-skip", false,                                             \
     "Exit 1 when a case could not run here (no GPU, kernel not built, out of memory)")             \
   X(HIDDEN_FLAG, bool, worker, "--worker", false, "Serve cases to a supervising fuzz_attention")   \
+  X(HIDDEN_FLAG, bool, probe_plugin, "--probe-plugin", false,                                      \
+    "Load --kernel-lib, print its kernel's name and exit: the child process that tries a plugin")  \
   X(FLAG, bool, fail_fast, "--fail-fast", false,                                                   \
     "Stop at the first failing case (or, with --properties, the first failing property)")          \
   X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")   \

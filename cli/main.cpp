@@ -1,5 +1,6 @@
 // fuzz_attention: runs a matrix of attention cases on a kernel under test and judges each against
 // the float64 oracle. Exit codes: 0 pass, 1 fail, 2 nothing could run, 3 harness error.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "core/harness_error.h"
 #include "core/json_text.h"
 #include "core/text.h"
+#include "fuzz/contained_property_check.h"
 #include "fuzz/properties.h"
 #include "kernels/kernel_registry.h"
 #include "matrix/case_file.h"
@@ -29,6 +31,7 @@
 #include "report/report_writers.h"
 #include "run/case_runner.h"
 #include "run/case_worker.h"
+#include "run/child_process.h"
 #include "run/replay_command.h"
 #include "run/run_cases.h"
 #include "run/shard.h"
@@ -38,6 +41,10 @@ namespace attnfuzz {
 namespace {
 
 constexpr std::string_view kDefaultMatrix = "pr.json";
+// The largest values the limits take: about 11.6 days, a year, and 1 PiB.
+constexpr double kMaxCaseTimeoutSeconds = 1e6;
+constexpr double kMaxBudgetSeconds = 3.2e7;
+constexpr std::int64_t kMaxMemoryLimitMebibytes = std::int64_t{1} << 30;
 
 void list_kernels(std::ostream& out) {
   for (const AttentionKernel* kernel : all_kernels()) {
@@ -150,7 +157,15 @@ void print_replayed_case(std::ostream& out, const CaseResult& result) {
 // --save-cases DIR: the selected cases as binary case files, named after their ids; a case over
 // the binary form's work cap is saved fitted under it (case/work_cap.h), and says so.
 int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::path& folder) {
-  std::filesystem::create_directories(folder);
+  std::error_code error;
+  if (std::filesystem::exists(folder, error) && !std::filesystem::is_directory(folder, error)) {
+    throw HarnessError("--save-cases: " + folder.string() + " exists and is not a folder");
+  }
+  std::filesystem::create_directories(folder, error);
+  if (error) {
+    throw HarnessError("--save-cases: cannot create the folder " + folder.string() + ": " +
+                       error.message());
+  }
   int saved = 0;
   for (const AttentionCase& attention_case : cases) {
     const AttentionCase fitted = fit_to_work_cap(attention_case);
@@ -196,7 +211,8 @@ std::vector<Property> selected_properties(const HarnessOptions& options) {
 }
 
 // --properties --replay FILE: checks the selected properties (default: all) on saved cases.
-int replay_properties(const HarnessOptions& options, const RunSettings& settings) {
+int replay_properties(const HarnessOptions& options, const RunSettings& settings,
+                      const PropertyChecker& checker) {
   std::vector<Property> selected = selected_properties(options);
   if (selected.empty()) {
     for (const PropertyInfo& info : kProperties) selected.push_back(info.property);
@@ -205,7 +221,9 @@ int replay_properties(const HarnessOptions& options, const RunSettings& settings
   int failed = 0;
   for (const AttentionCase& attention_case : select_cases(plan.matrix, options.case_ids)) {
     for (Property property : selected) {
-      const std::optional<std::string> failure = check_property(property, attention_case, settings);
+      const std::optional<std::string> failure =
+          checker ? checker(property, attention_case)
+                  : check_property(property, attention_case, settings);
       std::cout << (failure ? "FAIL " : "PASS ") << kProperties[static_cast<int>(property)].name
                 << " " << attention_case.id << " " << case_keys_to_json(attention_case).dump()
                 << "\n";
@@ -221,8 +239,15 @@ int replay_properties(const HarnessOptions& options, const RunSettings& settings
   return failed ? kExitFail : kExitPass;
 }
 
-int search_properties(const HarnessOptions& options, const RunSettings& settings) {
-  if (!(options.budget > 0.0)) throw HarnessError("--budget: must be a positive number of seconds");
+CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char** argv);
+
+int search_properties(const HarnessOptions& options, const RunSettings& settings,
+                      const PropertyChecker& checker) {
+  if (!(options.budget > 0.0 && options.budget <= kMaxBudgetSeconds)) {
+    throw HarnessError("--budget: must be a number of seconds > 0 and <= " +
+                       std::to_string(static_cast<long long>(kMaxBudgetSeconds)) + ", got " +
+                       std::to_string(options.budget));
+  }
   PropertySettings search;
   search.run = settings;
   search.budget_seconds = options.budget;
@@ -230,6 +255,7 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
   search.properties = selected_properties(options);
   search.regressions_dir = options.regressions;
   search.stop_at_first_failure = options.fail_fast;
+  search.checker = checker;
   std::cout << "fuzz_attention --properties: " << options.budget << " s budget, seed "
             << options.seed << ", kernel " << CaseRunner(settings).kernel_for(AttentionCase{})
             << ", plant " << options.plant << "\n";
@@ -251,11 +277,22 @@ void list_properties(std::ostream& out) {
   for (const PropertyInfo& info : kProperties) out << info.name << ": " << info.sentence << "\n";
 }
 
-// --properties: the search, or with --replay the check of saved cases.
-int run_property_mode(const HarnessOptions& options, const RunSettings& settings) {
+// --properties: the search, or with --replay the check of saved cases. Each check runs contained
+// in a worker, as the matrix runner's cases do, unless --in-process asks otherwise.
+int run_property_mode(const HarnessOptions& options, const RunSettings& settings, int argc,
+                      char** argv) {
   CaseRunner(settings).validate(AttentionCase{});  // the kernel exists and carries the plant
-  return options.replay.empty() ? search_properties(options, settings)
-                                : replay_properties(options, settings);
+  std::optional<ContainedPropertyCheck> contained;
+  PropertyChecker checker;
+  if (!options.in_process) {
+    const double budget = options.replay.empty() ? options.budget : kMaxBudgetSeconds;
+    contained.emplace(case_run_settings(options, argc, argv).workers, budget);
+    checker = [&](Property property, const AttentionCase& attention_case) {
+      return (*contained)(property, attention_case);
+    };
+  }
+  return options.replay.empty() ? search_properties(options, settings, checker)
+                                : replay_properties(options, settings, checker);
 }
 
 // The cases could not run here (no GPU, kernel not built, out of memory): with --fail-on-skip
@@ -268,6 +305,13 @@ void apply_fail_on_skip(RunReport& report, std::ostream& out) {
   if (unavailable == 0) return;
   out << "--fail-on-skip: " << unavailable << " case(s) could not run here\n";
   report.summary.exit_code = kExitFail;
+}
+
+// This program's own path, for starting copies of it (workers, the plugin probe).
+std::string self_executable(const char* argv0) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string(argv0) : self.string();
 }
 
 // "0,1" -> {"0", "1"}: the GPUs for --devices.
@@ -304,8 +348,19 @@ CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char*
     settings.resume = options.resume;
     settings.stream = options.resume;
   }
-  if (!(options.case_timeout >= 0.0)) throw HarnessError("--case-timeout: must be >= 0 seconds");
-  if (options.memory_limit < 0) throw HarnessError("--memory-limit: must be >= 0 MiB");
+  // Limits past these are typing mistakes, and larger numbers would overflow the deadline's and
+  // the byte count's arithmetic (an infinite timeout used to spin a core, a huge limit to wrap
+  // negative and switch itself off).
+  if (!(options.case_timeout >= 0.0 && options.case_timeout <= kMaxCaseTimeoutSeconds)) {
+    throw HarnessError("--case-timeout: must be from 0 (no limit) to " +
+                       std::to_string(static_cast<long long>(kMaxCaseTimeoutSeconds)) +
+                       " seconds, got " + std::to_string(options.case_timeout));
+  }
+  if (options.memory_limit < 0 || options.memory_limit > kMaxMemoryLimitMebibytes) {
+    throw HarnessError("--memory-limit: must be from 0 (3/4 of RAM) to " +
+                       std::to_string(kMaxMemoryLimitMebibytes) + " MiB, got " +
+                       std::to_string(options.memory_limit));
+  }
   WorkerPoolSettings& workers = settings.workers;
   workers.devices = parse_devices(options.devices);
   workers.case_timeout_seconds = options.case_timeout;
@@ -313,18 +368,48 @@ CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char*
                                    ? options.memory_limit << 20
                                    : default_worker_memory_limit(static_cast<int>(
                                          std::max<std::size_t>(workers.devices.size(), 1)));
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  workers.command.push_back(error ? std::string(argv[0]) : self.string());
+  workers.command.push_back(self_executable(argv[0]));
   for (int index = 1; index < argc; ++index) workers.command.emplace_back(argv[index]);
   workers.command.emplace_back("--worker");
   return settings;
 }
 
+// How long a plugin may take to load (its constructors and attnfuzz_plugin_* queries) in the probe.
+constexpr double kPluginProbeSeconds = 120.0;
+
+// A plugin is loaded first in a child process (fuzz_attention --probe-plugin), so that one whose
+// constructor, abi_version, name or site crashes, hangs or exits costs that child, and the run
+// ends with exit 3 naming the file instead of dying with SIGSEGV and no word.
+void probe_plugin(const std::string& kernel_lib, const char* argv0) {
+  const ChildRun probe = run_child(
+      {self_executable(argv0), "--probe-plugin", "--kernel-lib", kernel_lib}, kPluginProbeSeconds);
+  if (!probe.timed_out && WIFEXITED(probe.wait_status) &&
+      WEXITSTATUS(probe.wait_status) == kExitPass) {
+    return;
+  }
+  std::string output = printable_text(probe.output, KeptControls::tab_and_newline);
+  while (!output.empty() && output.back() == '\n') output.pop_back();
+  const std::string prefix = "fuzz_attention: error: ";
+  if (WIFEXITED(probe.wait_status) && WEXITSTATUS(probe.wait_status) == kExitHarnessError &&
+      output.rfind(prefix, 0) == 0 && output.find('\n') == std::string::npos) {
+    throw HarnessError(output.substr(prefix.size()));  // the loader's own message
+  }
+  throw HarnessError(
+      "--kernel-lib " + kernel_lib + ": loading the plugin " +
+      (probe.timed_out
+           ? "did not finish within " + std::to_string(int(kPluginProbeSeconds)) + " s"
+           : "in a child process, that process " + describe_wait_status(probe.wait_status)) +
+      " (its constructors or attnfuzz_plugin_abi_version/name/site); nothing was run" +
+      (output.empty() ? "" : "; its output:\n" + output));
+}
+
 // --threads and --kernel-lib: the set-up of this process that every mode shares (a plugin's kernel
 // is listed by --list-kernels too). Returns the name of the plugin's kernel, or "".
-std::string set_up_kernels(const HarnessOptions& options) {
+std::string set_up_kernels(const HarnessOptions& options, const char* argv0) {
   apply_thread_count(options.threads);
+  if (!options.kernel_lib.empty() && !options.worker && !options.probe_plugin) {
+    probe_plugin(options.kernel_lib, argv0);
+  }
   return load_kernel_lib(options.kernel_lib);
 }
 
@@ -403,17 +488,56 @@ void print_replay_commands(std::ostream& out, const RunReport& report, const Rep
   }
 }
 
-// --json, --junit, --markdown, --html: each report file asked for, written atomically.
-void write_report_files(const HarnessOptions& options, const RunReport& report,
+// The report files a run writes: each flag asked for, its path and how to render it.
+struct ReportFile {
+  const char* flag;
+  const std::string& path;
+  std::function<std::string()> render;
+};
+
+std::vector<ReportFile> report_files(const HarnessOptions& options, const RunReport& report,
+                                     const ReplayOf& replay_of) {
+  return {
+      {"--json", options.json, [&] { return json_text(run_to_json(report), 2) + "\n"; }},
+      {"--junit", options.junit, [&] { return run_to_junit_xml(report); }},
+      {"--markdown", options.markdown, [&] { return run_to_markdown(report, replay_of); }},
+      {"--html", options.html, [&] { return run_to_html(report); }},
+  };
+}
+
+// Before the first case: every output the run will write can be written, so that a typo in a
+// report path costs a second, not the whole run.
+void check_outputs(const HarnessOptions& options) {
+  const RunReport nothing_yet;
+  for (const ReportFile& file : report_files(options, nothing_yet, nullptr)) {
+    if (!file.path.empty()) check_file_writable(file.path, file.flag);
+  }
+}
+
+// --json, --junit, --markdown, --html: each report file asked for, written atomically. A report
+// that cannot be written is named on stderr and the others are still written; returns false when
+// any failed.
+bool write_report_files(const HarnessOptions& options, const RunReport& report,
                         const ReplayOf& replay_of) {
-  if (!options.json.empty()) {
-    write_file_atomically(options.json, json_text(run_to_json(report), 2) + "\n");
+  bool all_written = true;
+  for (const ReportFile& file : report_files(options, report, replay_of)) {
+    if (file.path.empty()) continue;
+    try {
+      write_file_atomically(file.path, file.render());
+    } catch (const HarnessError& error) {
+      std::cerr << "fuzz_attention: error: " << file.flag << ": " << error.what() << "\n";
+      all_written = false;
+    }
   }
-  if (!options.junit.empty()) write_file_atomically(options.junit, run_to_junit_xml(report));
-  if (!options.markdown.empty()) {
-    write_file_atomically(options.markdown, run_to_markdown(report, replay_of));
-  }
-  if (!options.html.empty()) write_file_atomically(options.html, run_to_html(report));
+  return all_written;
+}
+
+// The exit code of a run whose reports were written or not: a failing case's 1 comes first (a
+// report that could not be written must not hide a broken kernel), then 3 for the lost report,
+// then the run's own 2 or 0.
+int exit_code_of(const RunReport& report, bool reports_written) {
+  if (report.summary.exit_code == kExitFail || reports_written) return report.summary.exit_code;
+  return kExitHarnessError;
 }
 
 // The matrix run (or --replay of case files): reads the plan, then saves its cases (--save-cases),
@@ -423,10 +547,9 @@ int run_matrix(const HarnessOptions& options, const RunSettings& settings, int a
   const std::vector<AttentionCase> cases = cases_to_run(options, plan);
   if (!options.save_cases.empty()) return save_cases(cases, options.save_cases);
   const CaseRunner runner(settings);
-  // A worker rebuilds the same case list from the same arguments and runs what it is sent.
-  if (options.worker) return serve_cases(runner, cases);
   for (const AttentionCase& attention_case : cases) runner.validate(attention_case);
   const CaseRunSettings case_run = case_run_settings(options, argc, argv);
+  check_outputs(options);
 
   const RunReport report = run_and_report(options, plan, runner, cases, case_run);
   const ReplayOf replay_of = [&](const CaseResult& result) {
@@ -435,24 +558,38 @@ int run_matrix(const HarnessOptions& options, const RunSettings& settings, int a
   print_replay_commands(std::cout, report, replay_of);
   std::cout << "\n";
   write_table_summary(std::cout, report);
-  write_report_files(options, report, replay_of);
-  return report.summary.exit_code;
+  return exit_code_of(report, write_report_files(options, report, replay_of));
 }
 
 int run(int argc, char** argv) {
   const HarnessOptions options = parse_harness_options(argc, argv);
-  const std::string plugin_kernel = set_up_kernels(options);
+  const std::string plugin_kernel = set_up_kernels(options, argv[0]);
+  if (options.probe_plugin) {
+    std::cout << plugin_kernel << "\n";
+    return kExitPass;
+  }
   if (options.list_kernels) {
     list_kernels(std::cout);
     return kExitPass;
   }
   const RunSettings settings = run_settings_of(options, plugin_kernel);
+  // A worker runs the cases its supervisor sends, each whole (it reads no matrix of its own): a
+  // matrix run's cases, or the property search's checks.
+  if (options.worker) {
+    const CaseRunner runner(settings);
+    return serve_requests([&](const AttentionCase& attention_case, const nlohmann::json& request) {
+      return ContainedPropertyCheck::is_property_request(request)
+                 ? ContainedPropertyCheck::answer_property_request(attention_case, request,
+                                                                   settings)
+                 : run_case_request(runner, attention_case);
+    });
+  }
   if (!options.describe.empty()) return describe(options.describe);
   if (options.list_properties) {
     list_properties(std::cout);
     return kExitPass;
   }
-  if (options.properties) return run_property_mode(options, settings);
+  if (options.properties) return run_property_mode(options, settings, argc, argv);
   return run_matrix(options, settings, argc, argv);
 }
 
@@ -463,6 +600,10 @@ int main(int argc, char** argv) {
   try {
     return attnfuzz::run(argc, argv);
   } catch (const attnfuzz::HarnessError& error) {
+    std::cerr << "fuzz_attention: error: " << error.what() << "\n";
+  } catch (const std::filesystem::filesystem_error& error) {
+    // The file system refused something (a folder where a file was expected, no permission): the
+    // message names the paths; it is the environment's problem, not a bug of the harness.
     std::cerr << "fuzz_attention: error: " << error.what() << "\n";
   } catch (const std::exception& error) {
     std::cerr << "fuzz_attention: internal error: " << error.what() << "\n";

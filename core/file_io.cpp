@@ -1,5 +1,6 @@
 #include "core/file_io.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,18 +8,31 @@
 #include <cstring>
 
 #include "core/harness_error.h"
+#include "core/number_text.h"
 
 namespace attnfuzz {
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::filesystem::path& path, std::int64_t max_bytes) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     throw HarnessError("cannot open " + path.string() + ": " + std::strerror(errno));
   }
+  struct stat status {};
+  if (fstat(fileno(file), &status) == 0 && S_ISDIR(status.st_mode)) {
+    std::fclose(file);
+    throw HarnessError(path.string() + " is a directory, not a file");
+  }
   std::string text;
   char buffer[1 << 16];
   std::size_t count = 0;
-  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, count);
+  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+    text.append(buffer, count);
+    if (static_cast<std::int64_t>(text.size()) > max_bytes) {
+      std::fclose(file);
+      throw HarnessError(path.string() + " is larger than " + mebibytes_text(max_bytes) +
+                         ", the most the harness reads from one file of its kind");
+    }
+  }
   const bool failed = std::ferror(file) != 0;
   const int error = errno;
   std::fclose(file);

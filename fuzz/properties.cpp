@@ -376,14 +376,16 @@ rc::Gen<AttentionCase> generator_for(Property property) {
 std::string save_regression(const std::filesystem::path& folder, Property property,
                             const AttentionCase& minimal, const std::string& kernel) {
   std::filesystem::create_directories(folder);
-  const std::string text = case_to_matrix_text(minimal, "regression");
-  const std::uint64_t digest = splitmix64_finalise(std::hash<std::string>{}(text));
+  // Named after the case (so that one case found twice is saved once), and the matrix inside
+  // named after the file, so that each regression's case has an id of its own.
+  const std::uint64_t digest =
+      splitmix64_finalise(std::hash<std::string>{}(case_to_matrix_text(minimal, "regression")));
   char suffix[17];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(digest));
-  const std::filesystem::path path =
-      folder / (std::string(kProperties[static_cast<int>(property)].name) + "-" + kernel + "-" +
-                std::string(suffix, 8) + ".json");
-  write_file_atomically(path, text);
+  const std::string stem = std::string(kProperties[static_cast<int>(property)].name) + "-" +
+                           kernel + "-" + std::string(suffix, 8);
+  const std::filesystem::path path = folder / (stem + ".json");
+  write_file_atomically(path, case_to_matrix_text(minimal, stem));
   return path.string();
 }
 
@@ -470,7 +472,8 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
             const AttentionCase attention_case = *generator_for(outcome.property);
             ++tests;
             const std::optional<std::string> failure =
-                check_property(outcome.property, attention_case, settings.run);
+                settings.checker ? settings.checker(outcome.property, attention_case)
+                                 : check_property(outcome.property, attention_case, settings.run);
             if (failure) {
               last_failing = attention_case;  // shrinking keeps the last failing case it tried
               last_message = *failure;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -53,8 +54,14 @@ std::optional<Property> parse_property(std::string_view name);
 std::optional<std::string> check_property(Property property, const AttentionCase& attention_case,
                                           const RunSettings& settings);
 
+// How the search checks a property on a case: check_property in this process, or a contained
+// call (fuzz/contained_property_check.h). Returns what check_property returns.
+using PropertyChecker = std::function<std::optional<std::string>(
+    Property property, const AttentionCase& attention_case)>;
+
 struct PropertySettings {
   RunSettings run;
+  PropertyChecker checker;           // empty: check_property in this process
   double budget_seconds = 30.0;      // wall time for the whole search
   std::uint64_t seed = 1;            // RapidCheck's seed for the first round
   std::vector<Property> properties;  // empty: all

@@ -32,7 +32,13 @@ std::vector<AttentionCase> load_case_file(const std::filesystem::path& path) {
     throw HarnessError(path.string() +
                        ": neither a binary case (starting \"AFZ\") nor a JSON matrix file");
   }
-  return load_matrix_file(path).cases;
+  // Ids from the file's name, as a binary file's: cases of different files never share an id
+  // (the matrices of saved regressions were all called "regression" once).
+  std::vector<AttentionCase> cases = load_matrix_file(path).cases;
+  for (std::size_t position = 0; position < cases.size(); ++position) {
+    cases[position].id = path.filename().string() + "/" + std::to_string(position);
+  }
+  return cases;
 }
 
 }  // namespace attnfuzz

@@ -10,8 +10,9 @@
 
 namespace attnfuzz {
 
-// Reads the cases of one file. Binary cases get the file name as their id. Throws HarnessError
-// naming the file.
+// Reads the cases of one file; their ids come from the file's name: a binary case's is the name,
+// a JSON file's cases' are "<name>/0", "<name>/1", ... (so no two files of a folder share an id).
+// Throws HarnessError naming the file.
 std::vector<AttentionCase> load_case_file(const std::filesystem::path& path);
 
 }  // namespace attnfuzz

@@ -40,6 +40,7 @@
 
 #include "core/file_io.h"
 #include "core/harness_error.h"
+#include "core/json_parse.h"
 #include "core/number_text.h"
 #include "core/physical_memory.h"
 #include "core/text.h"
@@ -286,7 +287,9 @@ class MatrixParser {
     const FileContext file{source, included_from};
     Json document;
     try {
-      document = Json::parse(text.begin(), text.end());
+      document = parse_json(text);
+    } catch (const JsonTooDeep& error) {
+      fail(file, "top level", error.what());
     } catch (const Json::parse_error& error) {
       fail(file, "malformed JSON at byte " + std::to_string(error.byte), json_problem(error));
     } catch (const Json::exception& error) {  // out_of_range: a number beyond double's range
@@ -565,17 +568,27 @@ class MatrixParser {
                std::to_string(c.kv_heads));
     }
 
-    // Element counts, each factor checked so that the message names the field that overflowed.
+    // Element counts. A product that overflows is blamed on its largest factor, the one out of
+    // proportion (the factor at which the running product overflows may be an innocent 4), and the
+    // message gives every factor's value.
     const auto product =
         [&](const char* what,
             std::initializer_list<std::pair<std::int64_t, const std::string*>> factors) {
           std::int64_t total = 1;
+          bool overflowed = false;
           for (const auto& [factor, origin] : factors) {
-            if (__builtin_mul_overflow(total, factor, &total)) {
-              fail(file, where(*origin), std::string(what) + " overflows int64");
-            }
+            overflowed = overflowed || __builtin_mul_overflow(total, factor, &total);
           }
-          return total;
+          if (!overflowed) return total;
+          const auto largest = std::max_element(
+              factors.begin(), factors.end(),
+              [](const auto& left, const auto& right) { return left.first < right.first; });
+          std::string values;
+          for (const auto& [factor, origin] : factors) {
+            values += (values.empty() ? "" : " * ") + std::to_string(factor);
+          }
+          fail(file, where(*largest->second),
+               std::string(what) + " = " + values + " overflows int64");
         };
     std::int64_t row = 0;
     if (__builtin_add_overflow(c.head_dim, c.row_padding, &row)) {

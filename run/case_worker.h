@@ -1,26 +1,42 @@
 // The worker side of contained runs: a child process of fuzz_attention that runs the cases its
-// supervisor (run/worker_pool.h) names, one at a time, and answers each with its result.
+// supervisor (run/worker_pool.h) sends, one at a time, and answers each with its result.
 //
-// Protocol, one JSON object per line:
-//   supervisor -> worker, on stdin:     {"index": 12}            (EOF: no more cases, exit 0)
-//   worker -> supervisor, on fd 3:      {"ready": true}          once, after start-up
-//                                       {"index": 12, "result": <case_to_json>}
+// Protocol, one JSON object per line, on two pipes whose descriptors the supervisor passes in the
+// environment variable ATTNFUZZ_WORKER_FDS ("<requests>,<answers>"): numbers above the standard
+// ones, close-on-exec once the worker has them, so that a plugin that closes stdin, writes to
+// fd 3 or starts a program cannot reach them. The worker's stdin is /dev/null.
+//   supervisor -> worker:   {"index": 12, "id": "edges/12", "case": <case_keys_to_json>, ...}
+//                           (end of file: no more cases, exit 0)
+//   worker -> supervisor:   {"ready": true}          once, after start-up
+//                           {"started": 12}          the case is about to run
+//                           {"index": 12, "result": <the handler's answer>, "leaving": false}
 // The worker's stdout and stderr go to the supervisor, which keeps their tail for crash reports.
 // A worker that lost its CUDA context (a sticky error) answers, then exits: a fresh worker, with a
 // fresh context, takes the next case.
 #pragma once
 
-#include <vector>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "case/attention_case.h"
 #include "run/case_runner.h"
 
 namespace attnfuzz {
 
-// The descriptor a worker writes its answers to (stdin carries the requests).
-constexpr int kWorkerResultFd = 3;
+// The environment variable that carries the protocol's descriptors to a worker.
+inline constexpr const char* kWorkerFdsVariable = "ATTNFUZZ_WORKER_FDS";
 
-// Serves requests until stdin closes; returns the worker's exit code.
-int serve_cases(const CaseRunner& runner, const std::vector<AttentionCase>& cases);
+// What a worker does with one request: the case it carries (rebuilt from "case" and "id") and the
+// whole request (which may ask for more than a run, e.g. a property check); returns the answer's
+// "result".
+using WorkerHandler = std::function<nlohmann::json(const AttentionCase& attention_case,
+                                                   const nlohmann::json& request)>;
+
+// Serves requests with `handle` until the supervisor closes the request pipe; returns the worker's
+// exit code.
+int serve_requests(const WorkerHandler& handle);
+
+// The handler of matrix runs: runs the case, answers its case_to_json record.
+nlohmann::json run_case_request(const CaseRunner& runner, const AttentionCase& attention_case);
 
 }  // namespace attnfuzz

@@ -10,6 +10,7 @@
 
 #include "core/file_io.h"
 #include "core/harness_error.h"
+#include "core/json_parse.h"
 #include "core/json_text.h"
 #include "run/case_result_json.h"
 
@@ -18,12 +19,13 @@ namespace {
 
 // The stream's text; a stream that does not exist (yet) reads as empty.
 std::string read_stream(const std::filesystem::path& path) {
-  return std::filesystem::exists(path) ? read_file(path) : std::string();
+  return std::filesystem::exists(path) ? read_file(path, kMaxStreamFileBytes) : std::string();
 }
 
 }  // namespace
 
-ResultStream::ResultStream(const std::filesystem::path& path) : path_(path) {
+ResultStream::ResultStream(const std::filesystem::path& path, const std::set<std::string>& case_ids)
+    : path_(path) {
   fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw HarnessError("--stream: cannot open " + path.string() + ": " + std::strerror(errno));
@@ -32,6 +34,28 @@ ResultStream::ResultStream(const std::filesystem::path& path) : path_(path) {
   if (fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) return;  // a pipe: nothing to mend
   const std::string text = read_stream(path);
   const std::size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  const auto refuse = [&](const std::string& why) {
+    close(fd_);
+    fd_ = -1;
+    throw HarnessError("--stream: " + path.string() + " " + why +
+                       "; it is left as it was (name a new file, or --resume a stream of this "
+                       "run)");
+  };
+  try {
+    for (const nlohmann::json& record : read_result_stream(path)) {
+      const nlohmann::json* id = record.contains("case_id") ? &record["case_id"] : nullptr;
+      if (id == nullptr || !id->is_string() || case_ids.count(id->get<std::string>()) == 0) {
+        refuse("holds a record of another run (case " +
+               (id == nullptr ? std::string("?") : id->dump()) + ", not a case of this run)");
+      }
+    }
+  } catch (const HarnessError& error) {
+    if (fd_ < 0) throw;
+    refuse(std::string("is not a result stream: ") + error.what());
+  }
+  if (complete < text.size() && text[complete] != '{') {
+    refuse("ends in a line that is not the start of a record");
+  }
   if (complete < text.size() && ftruncate(fd_, static_cast<off_t>(complete)) != 0) {
     throw HarnessError("--stream: cannot cut the partial last line of " + path.string() + ": " +
                        std::strerror(errno));
@@ -62,8 +86,7 @@ std::vector<nlohmann::json> read_result_stream(const std::filesystem::path& path
     ++line_number;
     if (end == start) continue;
     nlohmann::json record =
-        nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(start),
-                              text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+        parse_json_or_discarded(std::string_view(text).substr(start, end - start));
     if (!record.is_object()) {
       throw HarnessError(path.string() + ": line " + std::to_string(line_number) +
                          ": not a JSON object (is this a result stream?)");

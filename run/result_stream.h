@@ -4,19 +4,29 @@
 // the file back and runs only what is missing.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "run/case_result.h"
 
 namespace attnfuzz {
 
+// The most --resume reads of a stream: a record is 1 to 3 KB, so a million cases fit.
+inline constexpr std::int64_t kMaxStreamFileBytes = std::int64_t{4} << 30;
+
 class ResultStream {
  public:
-  // Opens `path` for appending, creating it. A last line cut off mid-write (by a kill) is cut
-  // away first, so new records start on a line of their own. Throws HarnessError naming the path.
-  explicit ResultStream(const std::filesystem::path& path);
+  // Opens `path` for appending, creating it. A file that is already there must be a stream of
+  // this run's cases (`case_ids`): every complete line a record of one of them, and a last line cut
+  // off mid-write (by a kill) the start of a record, which is cut away so that new records start
+  // on a line of their own. Anything else there (notes, a case file, another matrix's results) is
+  // left untouched and refused. Pipes and devices are only ever appended to. Throws HarnessError
+  // naming the path.
+  ResultStream(const std::filesystem::path& path, const std::set<std::string>& case_ids);
   ~ResultStream();
   ResultStream(const ResultStream&) = delete;
   ResultStream& operator=(const ResultStream&) = delete;

@@ -1,10 +1,17 @@
 #include "run/run_cases.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 
+#include "case/case_codec.h"
+#include "core/exit_codes.h"
 #include "core/harness_error.h"
 #include "kernels/planted_bug.h"
 #include "run/case_result_json.h"
@@ -45,6 +52,34 @@ std::vector<std::optional<CaseResult>> resumed_results(const CaseRunner& runner,
   return results;
 }
 
+// With --in-process nothing contains a kernel that calls exit(): the process would end with the
+// kernel's status, 0 included, after one case. While a case runs, an atexit handler turns such an
+// exit into exit code 1 with a message naming the case (a crash ends the process anyway).
+std::atomic<const std::string*> case_in_flight{nullptr};
+
+void refuse_exit_during_a_case() {
+  const std::string* id = case_in_flight.load();
+  if (id == nullptr) return;
+  const std::string message = "\nfuzz_attention: the kernel called exit() while running case " +
+                              *id +
+                              " in this process (--in-process): the case fails and the run "
+                              "ends here; run without --in-process to contain it\n";
+  [[maybe_unused]] const ssize_t ignored = write(STDERR_FILENO, message.data(), message.size());
+  _exit(kExitFail);
+}
+
+class CaseInFlight {
+ public:
+  explicit CaseInFlight(const std::string& id) {
+    static const bool registered = std::atexit(refuse_exit_during_a_case) == 0;
+    (void)registered;
+    case_in_flight.store(&id);
+  }
+  ~CaseInFlight() { case_in_flight.store(nullptr); }
+  CaseInFlight(const CaseInFlight&) = delete;
+  CaseInFlight& operator=(const CaseInFlight&) = delete;
+};
+
 }  // namespace
 
 CaseResult result_of_lost_worker(const CaseRunner& runner, const AttentionCase& attention_case,
@@ -67,7 +102,11 @@ CaseRunOutcome run_cases(const CaseRunner& runner, const std::vector<AttentionCa
     for (const auto& result : results) outcome.resumed += result ? 1 : 0;
   }
   std::optional<ResultStream> stream;
-  if (!settings.stream.empty()) stream.emplace(settings.stream);
+  if (!settings.stream.empty()) {
+    std::set<std::string> case_ids;
+    for (const AttentionCase& attention_case : cases) case_ids.insert(attention_case.id);
+    stream.emplace(settings.stream, case_ids);
+  }
 
   // Streamed first: whatever happens next (a full disk for the report, a kill), it is on disk.
   auto keep = [&](std::size_t index, CaseResult result) {
@@ -90,11 +129,16 @@ CaseRunOutcome run_cases(const CaseRunner& runner, const std::vector<AttentionCa
 
   if (settings.in_process) {
     for (std::size_t index : pending) {
-      if (!keep(index, runner.run(cases[index]))) break;
+      const CaseInFlight in_flight(cases[index].id);
+      CaseResult result = runner.run(cases[index]);
+      if (!keep(index, std::move(result))) break;
     }
   } else {
     run_on_workers(
         settings.workers, pending,
+        [&](std::size_t index) {
+          return nlohmann::json{{"id", cases[index].id}, {"case", case_keys_to_json(cases[index])}};
+        },
         [&](std::size_t index, const nlohmann::json& record) {
           CaseResult result;
           try {

@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <system_error>
 
 #include "core/physical_memory.h"
 
@@ -22,6 +25,31 @@ std::int64_t resident_bytes(pid_t pid) {
   std::int64_t size_pages = 0, resident_pages = 0;
   if (!(statm >> size_pages >> resident_pages)) return -1;
   return resident_pages * sysconf(_SC_PAGE_SIZE);
+}
+
+std::int64_t group_resident_bytes(pid_t group, pid_t excluded) {
+  std::int64_t total = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // stat: "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so the fields
+    // are read after its last ')'.
+    std::ifstream stat_file(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat_file, line)) continue;
+    const std::size_t comm_end = line.rfind(')');
+    if (comm_end == std::string::npos) continue;
+    std::istringstream fields(line.substr(comm_end + 1));
+    char state = 0;
+    long long parent = 0, process_group = 0;
+    if (!(fields >> state >> parent >> process_group) || process_group != group) continue;
+    const auto pid = static_cast<pid_t>(std::stoll(name));
+    if (pid == excluded) continue;
+    const std::int64_t resident = resident_bytes(pid);
+    if (resident > 0) total += resident;
+  }
+  return total;
 }
 
 }  // namespace attnfuzz

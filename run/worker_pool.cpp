@@ -1,13 +1,18 @@
 // Workers are started with fork + exec of fuzz_attention itself (never a bare fork: the supervisor
-// may hold a CUDA context, which a forked child cannot use), in a process group of their own so
-// the watchdog's SIGKILL reaches anything they started, and with PR_SET_PDEATHSIG so that a
-// supervisor killed with -9 takes its workers along.
+// may hold a CUDA context, which a forked child cannot use), each in a process group of its own.
+// The group is killed whenever its worker ends (the watchdog's SIGKILL, a crash, a normal exit):
+// whatever the kernel started goes with it. A worker dies with its supervisor (PR_SET_PDEATHSIG);
+// so that the processes its kernel started do too, each group holds a keeper, a forked child of
+// the supervisor that waits on the supervisor's lifeline pipe and kills its group when that pipe
+// closes, which it does however the supervisor ends, kill -9 included. A worker's death is seen
+// on its pidfd, not on its pipes, which a process it forked may hold open.
 #include "run/worker_pool.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,14 +20,20 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "core/clock.h"
 #include "core/file_io.h"
 #include "core/harness_error.h"
+#include "core/json_parse.h"
+#include "core/json_text.h"
 #include "core/number_text.h"
 #include "core/text.h"
 #include "run/case_worker.h"
+#include "run/child_process.h"
 #include "run/worker_memory.h"
 
 extern char** environ;
@@ -38,11 +49,17 @@ constexpr std::size_t kOutputTailBytes = 4096;
 // How often a busy worker's resident memory is read. A kernel touching memory at 10 GB/s gets at
 // most half a gigabyte past its limit before it is stopped.
 constexpr int kMemoryCheckMs = 50;
+// How often a worker's life is checked where the kernel has no pidfd.
+constexpr int kLifeCheckMs = 100;
+// How long a worker told that there are no more cases may take to exit before it is killed.
+constexpr double kExitGraceSeconds = 10.0;
 
 struct Worker {
   pid_t pid = -1;
-  int request_fd = -1;  // the worker's stdin
-  int result_fd = -1;   // the worker's answers (its fd 3)
+  pid_t keeper = -1;    // the group's keeper; -1: none (its fork failed)
+  int pidfd = -1;       // readable once the worker has ended; -1: checked with waitpid instead
+  int request_fd = -1;  // the worker's requests
+  int result_fd = -1;   // the worker's answers
   int output_fd = -1;   // the worker's stdout and stderr
   std::string device;
   std::string pending_answer;  // an answer line not yet complete
@@ -51,8 +68,11 @@ struct Worker {
   bool leaving = false;  // it said it leaves after its last answer: it gets no further case
   bool killed_by_watchdog = false;            // for taking too long
   std::int64_t killed_at_resident_bytes = 0;  // for taking too much memory: what it had
-  std::optional<std::size_t> case_index;      // the case it is running
-  Clock::time_point case_started;
+  std::string protocol_breach;                // what it sent that is not an answer, if anything
+  std::optional<std::size_t> case_index;      // the case it was sent
+  bool case_started = false;                  // the worker said it started that case
+  Clock::time_point case_sent;
+  std::optional<Clock::time_point> exit_deadline;  // told there is no more work
 };
 
 // A descriptor moved above the standard ones (so the child's dup2 onto 0..3 cannot clobber it).
@@ -81,35 +101,55 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// SIGKILL to the worker's process group (the worker and anything it started) and to the worker.
-void kill_worker(const Worker& worker) {
-  kill(-worker.pid, SIGKILL);
-  kill(worker.pid, SIGKILL);
-}
-
-// In the child between fork and exec: only async-signal-safe calls.
+// In the child between fork and exec: only async-signal-safe calls. The protocol's pipes stay
+// where make_pipe put them (above the standard descriptors) and lose close-on-exec for the exec
+// only; the worker takes their numbers from ATTNFUZZ_WORKER_FDS.
 [[noreturn]] void become_worker(const Pipe& requests, const Pipe& answers, const Pipe& output,
-                                char* const* argv, char* const* envp) {
+                                int null_input, char* const* argv, char* const* envp) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   setpgid(0, 0);
-  dup2(requests.read_end, STDIN_FILENO);
+  if (null_input >= 0) dup2(null_input, STDIN_FILENO);
   dup2(output.write_end, STDOUT_FILENO);
   dup2(output.write_end, STDERR_FILENO);
-  dup2(answers.write_end, kWorkerResultFd);
+  fcntl(requests.read_end, F_SETFD, 0);
+  fcntl(answers.write_end, F_SETFD, 0);
   execve(argv[0], argv, envp);
   const char message[] = "fuzz_attention: cannot start a worker process (execve failed)\n";
   [[maybe_unused]] const ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
   _exit(127);
 }
 
-Worker start_worker(const WorkerPoolSettings& settings, const std::string& device) {
+// The keeper of a worker's group (see the top of the file): joins the group, keeps nothing but the
+// lifeline's read end, and kills the group when the lifeline closes. Only async-signal-safe calls
+// after the fork.
+pid_t start_keeper(pid_t worker, int lifeline) {
+  const pid_t keeper = fork();
+  if (keeper != 0) return keeper;  // the supervisor (or -1: the group goes without a keeper)
+  if (setpgid(0, worker) != 0) _exit(0);
+  const bool closed = syscall(SYS_close_range, 0u, static_cast<unsigned>(lifeline) - 1u, 0u) == 0 &&
+                      syscall(SYS_close_range, static_cast<unsigned>(lifeline) + 1u, ~0u, 0u) == 0;
+  for (int fd = 0; !closed && fd < 4096; ++fd) {  // kernels before 5.9 have no close_range
+    if (fd != lifeline) close(fd);
+  }
+  char byte = 0;
+  while (read(lifeline, &byte, 1) != 0) {  // nothing is ever written: 0 is the supervisor's end
+  }
+  kill(0, SIGKILL);
+  _exit(0);
+}
+
+Worker start_worker(const WorkerPoolSettings& settings, const std::string& device, int lifeline) {
+  Pipe requests = make_pipe(), answers = make_pipe(), output = make_pipe();
   // Everything the child needs is built before fork: after it, no allocation is safe.
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     if (!device.empty() && std::strncmp(*entry, "CUDA_VISIBLE_DEVICES=", 21) == 0) continue;
+    if (std::strncmp(*entry, kWorkerFdsVariable, std::strlen(kWorkerFdsVariable)) == 0) continue;
     environment.emplace_back(*entry);
   }
   if (!device.empty()) environment.push_back("CUDA_VISIBLE_DEVICES=" + device);
+  environment.push_back(std::string(kWorkerFdsVariable) + "=" + std::to_string(requests.read_end) +
+                        "," + std::to_string(answers.write_end));
   std::vector<char*> envp;
   for (std::string& entry : environment) envp.push_back(entry.data());
   envp.push_back(nullptr);
@@ -117,14 +157,17 @@ Worker start_worker(const WorkerPoolSettings& settings, const std::string& devic
   std::vector<char*> argv;
   for (std::string& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
+  int null_input = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-  Pipe requests = make_pipe(), answers = make_pipe(), output = make_pipe();
   const pid_t pid = fork();
   if (pid < 0) throw HarnessError(std::string("cannot fork a worker: ") + std::strerror(errno));
-  if (pid == 0) become_worker(requests, answers, output, argv.data(), envp.data());
+  if (pid == 0) become_worker(requests, answers, output, null_input, argv.data(), envp.data());
 
+  setpgid(pid, pid);  // as the child does: whichever runs first, the group exists for the keeper
   Worker worker;
   worker.pid = pid;
+  worker.keeper = start_keeper(pid, lifeline);
+  worker.pidfd = open_pidfd(pid);
   worker.device = device;
   worker.request_fd = requests.write_end;
   worker.result_fd = answers.read_end;
@@ -132,14 +175,16 @@ Worker start_worker(const WorkerPoolSettings& settings, const std::string& devic
   close_fd(requests.read_end);
   close_fd(answers.write_end);
   close_fd(output.write_end);
+  close_fd(null_input);
   fcntl(worker.result_fd, F_SETFL, O_NONBLOCK);
   fcntl(worker.output_fd, F_SETFL, O_NONBLOCK);
   return worker;
 }
 
-bool send_case(Worker& worker, std::size_t index) {
-  const std::string line = nlohmann::json{{"index", index}}.dump() + "\n";
-  return write_all(worker.request_fd, line) == 0;  // else the worker is gone: its answers say how
+bool send_case(Worker& worker, std::size_t index, const WorkerRequestBuilder& request_of) {
+  nlohmann::json request = request_of(index);
+  request["index"] = index;
+  return write_all(worker.request_fd, json_text(request) + "\n") == 0;  // else it is gone
 }
 
 // Reads what the worker printed; keeps the tail and passes it on to our stderr as it comes.
@@ -167,17 +212,6 @@ std::string tail_of(const std::string& output) {
   return tail;
 }
 
-// How the worker ended, in words: "killed by signal 11 (Segmentation fault)".
-std::string ending_of(int status) {
-  if (WIFSIGNALED(status)) {
-    const int signal_number = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(signal_number) + " (" +
-           strsignal(signal_number) + ")";
-  }
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "ended (wait status " + std::to_string(status) + ")";
-}
-
 WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& settings) {
   WorkerLoss loss;
   loss.output_tail = tail_of(worker.output_tail);
@@ -188,13 +222,21 @@ WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& s
                        " s (--case-timeout); the worker was killed";
   } else if (worker.killed_at_resident_bytes > 0) {
     loss.kind = WorkerLossKind::out_of_memory;
-    loss.description = "out of memory: the worker's resident memory reached " +
-                       mebibytes_text(worker.killed_at_resident_bytes) + ", past its limit of " +
+    loss.description = "out of memory: the worker's processes reached " +
+                       mebibytes_text(worker.killed_at_resident_bytes) +
+                       " of resident memory, past the limit of " +
                        mebibytes_text(settings.memory_limit_bytes) +
-                       " (--memory-limit); it was killed";
+                       " (--memory-limit); they were killed";
+  } else if (!worker.protocol_breach.empty()) {
+    loss.kind = WorkerLossKind::crashed;
+    loss.description =
+        "crashed: the worker's answer channel carried something that is not an "
+        "answer (" +
+        worker.protocol_breach + "); the worker was killed";
   } else {
     loss.kind = WorkerLossKind::crashed;
-    loss.description = "crashed: the worker " + ending_of(status) + " while running the case";
+    loss.description =
+        "crashed: the worker " + describe_wait_status(status) + " while running the case";
     // A SIGKILL the supervisor did not send most likely came from the kernel's OOM killer.
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
       loss.description += " (a SIGKILL from outside: the system's out-of-memory killer?)";
@@ -204,16 +246,31 @@ WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& s
   return loss;
 }
 
-// Closes the worker's pipes and waits for it; returns its wait status.
+// Whether the worker has ended (without reaping it: its id stays reserved for the group kill).
+bool has_ended(const Worker& worker) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(worker.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == worker.pid;
+}
+
+// Kills whatever is left of the worker's group, reaps the worker and closes its descriptors;
+// returns its wait status. The output still in its pipe is read first.
 int reap(Worker& worker) {
   drain_output(worker);
-  close_fd(worker.request_fd);
-  close_fd(worker.result_fd);
-  close_fd(worker.output_fd);
+  kill_process_group(worker.pid);
   int status = 0;
   while (waitpid(worker.pid, &status, 0) < 0 && errno == EINTR) {
   }
+  close_fd(worker.request_fd);
+  close_fd(worker.result_fd);
+  close_fd(worker.output_fd);
+  close_fd(worker.pidfd);
+  if (worker.keeper > 0) {
+    while (waitpid(worker.keeper, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
   worker.pid = -1;
+  worker.keeper = -1;
   return status;
 }
 
@@ -234,191 +291,308 @@ class IgnoreSigpipe {
   struct sigaction previous_ {};
 };
 
-class Supervisor {
- public:
-  Supervisor(const WorkerPoolSettings& settings, const std::vector<std::size_t>& indices,
-             const WorkerRecordHandler& on_record, const WorkerLossHandler& on_loss)
-      : settings_(settings), indices_(indices), on_record_(on_record), on_loss_(on_loss) {}
+}  // namespace
 
+class WorkerPool::Supervisor {
+ public:
+  explicit Supervisor(WorkerPoolSettings settings) : settings_(std::move(settings)) {}
+
+  // Idle workers are told there is no more work and given kExitGraceSeconds to exit on their own
+  // (coverage tools write their data at exit); busy ones, and stragglers, are killed.
   ~Supervisor() {
     for (Worker& worker : workers_) {
-      if (worker.pid > 0) {
-        kill_worker(worker);
-        reap(worker);
-      }
+      if (worker.pid > 0 && worker.case_index) reap(worker);
+      close_fd(worker.request_fd);
     }
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(kExitGraceSeconds));
+    for (Worker& worker : workers_) {
+      while (worker.pid > 0 && !has_ended(worker) && Clock::now() < deadline) {
+        pollfd watched{worker.pidfd, POLLIN, 0};
+        poll(&watched, worker.pidfd >= 0 ? 1 : 0, kLifeCheckMs);
+      }
+      if (worker.pid > 0) reap(worker);
+    }
+    close_fd(lifeline_.read_end);
+    close_fd(lifeline_.write_end);
   }
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  void run() {
-    const std::vector<std::string> devices =
-        settings_.devices.empty() ? std::vector<std::string>{""} : settings_.devices;
-    const std::size_t wanted = std::min(devices.size(), indices_.size());
-    for (std::size_t slot = 0; slot < wanted; ++slot) {
-      workers_.push_back(start_worker(settings_, devices[slot]));
+  void run(const std::vector<std::size_t>& indices, const WorkerRequestBuilder& request_of,
+           const WorkerRecordHandler& on_record, const WorkerLossHandler& on_loss,
+           bool keep_workers) {
+    if (indices.empty()) return;
+    const IgnoreSigpipe ignore_sigpipe;
+    request_of_ = &request_of;
+    on_record_ = &on_record;
+    on_loss_ = &on_loss;
+    keep_workers_ = keep_workers;
+    queue_.assign(indices.begin(), indices.end());
+    lost_before_start_.clear();
+    stopped_ = false;
+    if (workers_.empty()) {
+      const std::vector<std::string> devices =
+          settings_.devices.empty() ? std::vector<std::string>{""} : settings_.devices;
+      const std::size_t wanted = std::min(devices.size(), queue_.size());
+      for (std::size_t slot = 0; slot < wanted; ++slot) {
+        workers_.push_back(start_worker(settings_, devices[slot], lifeline_.read_end));
+      }
     }
-    while (!stopped_) {  // when stopped, the destructor kills whatever still runs
-      for (Worker& worker : workers_) dispatch(worker);
-      const bool busy = std::any_of(workers_.begin(), workers_.end(), [](const Worker& worker) {
-        return worker.pid > 0 && (worker.case_index || !worker.ready || worker.leaving);
+    while (!stopped_) {
+      for (Worker& worker : workers_) dispatch(worker);  // a dead one is replaced if work is left
+      const bool any_alive = std::any_of(workers_.begin(), workers_.end(),
+                                         [](const Worker& worker) { return worker.pid > 0; });
+      const bool any_busy = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
+        return w.pid > 0 && w.case_index.has_value();
       });
-      if (!busy) break;
+      if (!any_alive || (keep_workers_ && queue_.empty() && !any_busy)) break;
       wait_for_events();
     }
-    if (stopped_) return;
+    // Stopped: no case may still be running when the caller goes on.
     for (Worker& worker : workers_) {
-      if (worker.pid > 0) reap(worker);  // stdin closes: an idle worker exits on its own
+      if (worker.pid > 0 && worker.case_index) {
+        reap(worker);
+        worker.case_index.reset();
+        worker.ready = false;
+      }
     }
   }
 
+  void set_case_timeout(double seconds) { settings_.case_timeout_seconds = seconds; }
+
  private:
-  bool more_cases() const { return !stopped_ && next_ < indices_.size(); }
+  bool more_cases() const { return !stopped_ && !queue_.empty(); }
 
   void dispatch(Worker& worker) {
-    if (worker.pid <= 0 && more_cases()) worker = start_worker(settings_, worker.device);
+    if (worker.pid <= 0 && more_cases())
+      worker = start_worker(settings_, worker.device, lifeline_.read_end);
     if (worker.pid <= 0 || !worker.ready || worker.case_index || worker.leaving) return;
     if (!more_cases()) {
-      close_fd(worker.request_fd);  // no more work: the worker exits when it reads EOF
+      if (!keep_workers_ &&
+          !worker.exit_deadline) {  // no more work: the worker exits when it reads EOF
+        close_fd(worker.request_fd);
+        worker.exit_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(kExitGraceSeconds));
+      }
       return;
     }
-    worker.case_index = indices_[next_++];
-    worker.case_started = Clock::now();
+    worker.case_index = queue_.front();
+    queue_.pop_front();
+    worker.case_started = false;
+    worker.case_sent = Clock::now();
     worker.output_tail.clear();
-    send_case(worker, *worker.case_index);  // a failure shows as the answers pipe closing
+    send_case(worker, *worker.case_index, *request_of_);  // a failure shows as the worker ending
+  }
+
+  // Milliseconds until the earliest deadline of a busy or exiting worker; -1: none.
+  int wait_budget_ms() const {
+    int timeout_ms = -1;
+    const auto now = Clock::now();
+    const auto consider = [&](Clock::time_point deadline) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+      const int wait_ms = static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30));
+      timeout_ms = timeout_ms < 0 ? wait_ms : std::min(timeout_ms, wait_ms);
+    };
+    for (const Worker& worker : workers_) {
+      if (worker.pid <= 0) continue;
+      if (worker.case_index && settings_.case_timeout_seconds > 0) {
+        consider(worker.case_sent +
+                 std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>(settings_.case_timeout_seconds)));
+      }
+      if (worker.exit_deadline) consider(*worker.exit_deadline);
+      if (worker.pidfd < 0) consider(now + std::chrono::milliseconds(kLifeCheckMs));
+      if (worker.case_index && settings_.memory_limit_bytes > 0) {
+        consider(now + std::chrono::milliseconds(kMemoryCheckMs));
+      }
+    }
+    return timeout_ms;
   }
 
   void wait_for_events() {
     std::vector<pollfd> watched;
     std::vector<Worker*> owners;
-    int timeout_ms = -1;
-    const auto now = Clock::now();
     for (Worker& worker : workers_) {
       if (worker.pid <= 0) continue;
       watched.push_back({worker.result_fd, POLLIN, 0});
       watched.push_back({worker.output_fd, POLLIN, 0});
+      watched.push_back({worker.pidfd, POLLIN, 0});  // a negative descriptor is ignored
       owners.push_back(&worker);
-      if (worker.case_index && settings_.case_timeout_seconds > 0) {
-        const auto deadline =
-            worker.case_started + std::chrono::duration<double>(settings_.case_timeout_seconds);
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-        const int wait_ms = static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30));
-        timeout_ms = timeout_ms < 0 ? wait_ms : std::min(timeout_ms, wait_ms);
-      }
     }
-    const bool watching_memory =
-        settings_.memory_limit_bytes > 0 &&
-        std::any_of(workers_.begin(), workers_.end(),
-                    [](const Worker& worker) { return worker.pid > 0 && worker.case_index; });
-    if (watching_memory) {
-      timeout_ms = timeout_ms < 0 ? kMemoryCheckMs : std::min(timeout_ms, kMemoryCheckMs);
-    }
-    if (poll(watched.data(), watched.size(), timeout_ms) < 0 && errno != EINTR) {
+    if (poll(watched.data(), watched.size(), wait_budget_ms()) < 0 && errno != EINTR) {
       throw HarnessError(std::string("poll on workers: ") + std::strerror(errno));
     }
     for (std::size_t slot = 0; slot < owners.size(); ++slot) {
       Worker& worker = *owners[slot];
-      if (watched[2 * slot + 1].revents != 0) drain_output(worker);
-      if (watched[2 * slot].revents != 0) read_answers(worker);
+      if (watched[3 * slot + 1].revents != 0) drain_output(worker);
+      if (watched[3 * slot].revents != 0) read_answers(worker);
+      if (worker.pid > 0 && has_ended(worker)) {
+        read_answers(worker);  // what it said before it ended
+        if (worker.pid > 0) worker_ended(worker);
+      }
     }
     for (Worker& worker : workers_) {
       enforce_timeout(worker);
       enforce_memory_limit(worker);
+      enforce_exit_deadline(worker);
     }
   }
 
   void read_answers(Worker& worker) {
     char buffer[1 << 16];
-    bool ended = false;
+    bool closed = false;
     for (;;) {
       const ssize_t count = read_some(worker.result_fd, buffer, sizeof buffer);
-      if (count <= 0) {  // 0: the worker has ended; -1 (EAGAIN): all read for now
-        ended = count == 0;
+      if (count <= 0) {  // 0: the worker closed its end; -1 (EAGAIN): all read for now
+        closed = count == 0;
         break;
       }
       worker.pending_answer.append(buffer, static_cast<std::size_t>(count));
     }
     // Answers first: a worker may answer and exit at once (after running out of memory).
     std::size_t line_end = 0;
-    while ((line_end = worker.pending_answer.find('\n')) != std::string::npos) {
+    while (worker.pid > 0 && (line_end = worker.pending_answer.find('\n')) != std::string::npos) {
       const std::string line = worker.pending_answer.substr(0, line_end);
       worker.pending_answer.erase(0, line_end + 1);
       take_answer(worker, line);
     }
-    if (ended) worker_ended(worker);
+    // A worker without its answer channel can never answer again: it is finished.
+    if (closed && worker.pid > 0) {
+      kill_process_group(worker.pid);
+      worker_ended(worker);
+    }
+  }
+
+  // Something on the answer channel that is not the answer expected now: the worker is killed
+  // and, if it was running a case, that case is lost as a crash naming what was sent.
+  void protocol_breach(Worker& worker, const std::string& line) {
+    worker.protocol_breach = "\"" +
+                             printable_text(line.substr(0, 120), KeptControls::tab_and_newline) +
+                             (line.size() > 120 ? "...\"" : "\"");
+    worker.case_started = true;  // the case it was running is the one to blame
+    kill_process_group(worker.pid);
+    worker_ended(worker);
   }
 
   void take_answer(Worker& worker, const std::string& line) {
-    const nlohmann::json answer = nlohmann::json::parse(line, nullptr, false);
-    if (answer.is_object() && answer.contains("ready")) {
+    const nlohmann::json answer = parse_json_or_discarded(line);
+    if (!answer.is_object()) return protocol_breach(worker, line);
+    if (answer.contains("ready") && !worker.ready) {
       worker.ready = true;
       return;
     }
-    if (!answer.is_object() || !answer.contains("index") || !answer.contains("result") ||
-        !worker.case_index || answer["index"] != *worker.case_index) {
-      throw HarnessError("a worker answered out of turn: " + line.substr(0, 200));
+    if (worker.case_index && !worker.case_started && answer.contains("started") &&
+        answer["started"] == *worker.case_index) {
+      worker.case_started = true;
+      return;
+    }
+    if (!worker.case_index || !worker.case_started || !answer.contains("index") ||
+        !answer.contains("result") || answer["index"] != *worker.case_index) {
+      return protocol_breach(worker, line);
     }
     const std::size_t index = *worker.case_index;
     worker.case_index.reset();
     // A worker that leaves after this answer (its CUDA context is lost) must not be sent another
     // case: it would exit with that case unanswered. A fresh worker takes the rest.
     worker.leaving = answer.contains("leaving") && answer["leaving"] == true;
-    if (!stopped_ && !on_record_(index, answer["result"])) stopped_ = true;
+    if (!stopped_ && !(*on_record_)(index, answer["result"])) stopped_ = true;
   }
 
   void worker_ended(Worker& worker) {
     const bool started = worker.ready;
     const int status = reap(worker);
     if (!started) {
-      throw HarnessError("a worker process failed to start: it " + ending_of(status) +
+      throw HarnessError("a worker process failed to start: it " +
+                         (worker.protocol_breach.empty() ? describe_wait_status(status)
+                                                         : "sent " + worker.protocol_breach) +
                          (worker.output_tail.empty() ? "" : "; its output: " + worker.output_tail));
     }
     worker.ready = false;
+    worker.leaving = false;
+    worker.exit_deadline.reset();
     worker.pending_answer.clear();
-    if (!worker.case_index) return;  // it left between cases (out of memory, lost CUDA context)
-    const std::size_t index = *worker.case_index;
-    worker.case_index.reset();
     const WorkerLoss loss = loss_of(worker, status, settings_);
     worker.killed_by_watchdog = false;
     worker.killed_at_resident_bytes = 0;
-    if (!stopped_ && !on_loss_(index, loss)) stopped_ = true;
+    worker.protocol_breach.clear();
+    if (!worker.case_index) return;  // it left between cases (out of memory, lost CUDA context)
+    const std::size_t index = *worker.case_index;
+    worker.case_index.reset();
+    // Died before it said it started the case: the case is not to blame (a plugin's stray thread,
+    // a worker that closed its own pipes); another worker gets it, up to kMaxCaseStarts times.
+    if (!worker.case_started && ++lost_before_start_[index] < kMaxCaseStarts) {
+      queue_.push_front(index);
+      return;
+    }
+    WorkerLoss blamed = loss;
+    if (!worker.case_started) {
+      blamed.description += " (" + std::to_string(kMaxCaseStarts) +
+                            " workers in a row ended as they were given this case)";
+    }
+    if (!stopped_ && !(*on_loss_)(index, blamed)) stopped_ = true;
   }
 
   void enforce_memory_limit(Worker& worker) {
     if (worker.pid <= 0 || !worker.case_index || settings_.memory_limit_bytes <= 0) return;
-    const std::int64_t resident = resident_bytes(worker.pid);
+    const std::int64_t resident = group_resident_bytes(worker.pid, worker.keeper);
     if (resident <= settings_.memory_limit_bytes) return;
     worker.killed_at_resident_bytes = resident;
-    kill_worker(worker);
+    worker.case_started = true;  // whatever it had said: the memory was the case's
+    kill_process_group(worker.pid);
     worker_ended(worker);
   }
 
   void enforce_timeout(Worker& worker) {
     if (worker.pid <= 0 || !worker.case_index || settings_.case_timeout_seconds <= 0) return;
-    if (seconds_since(worker.case_started) < settings_.case_timeout_seconds) return;
+    if (seconds_since(worker.case_sent) < settings_.case_timeout_seconds) return;
     worker.killed_by_watchdog = true;
-    kill_worker(worker);
+    worker.case_started = true;
+    kill_process_group(worker.pid);
     worker_ended(worker);
   }
 
-  const WorkerPoolSettings& settings_;
-  const std::vector<std::size_t>& indices_;
-  const WorkerRecordHandler& on_record_;
-  const WorkerLossHandler& on_loss_;
+  // A worker that does not exit when told there is no more work (a plugin's destructor that
+  // hangs) is killed; it holds no case.
+  void enforce_exit_deadline(Worker& worker) {
+    if (worker.pid <= 0 || !worker.exit_deadline || Clock::now() < *worker.exit_deadline) return;
+    kill_process_group(worker.pid);
+    worker_ended(worker);
+  }
+
+  WorkerPoolSettings settings_;
+  const WorkerRequestBuilder* request_of_ = nullptr;
+  const WorkerRecordHandler* on_record_ = nullptr;
+  const WorkerLossHandler* on_loss_ = nullptr;
+  bool keep_workers_ = false;
+  Pipe lifeline_ = make_pipe();    // its write end closes only when the supervisor ends
+  std::deque<std::size_t> queue_;  // cases not yet handed out, in order
+  std::map<std::size_t, int> lost_before_start_;
   std::vector<Worker> workers_;
-  std::size_t next_ = 0;
   bool stopped_ = false;
 };
 
-}  // namespace
+WorkerPool::WorkerPool(WorkerPoolSettings settings)
+    : supervisor_(std::make_unique<Supervisor>(std::move(settings))) {}
+
+WorkerPool::~WorkerPool() = default;
+
+void WorkerPool::run(const std::vector<std::size_t>& indices,
+                     const WorkerRequestBuilder& request_of, const WorkerRecordHandler& on_record,
+                     const WorkerLossHandler& on_loss) {
+  supervisor_->run(indices, request_of, on_record, on_loss, /*keep_workers=*/true);
+}
+
+void WorkerPool::set_case_timeout(double seconds) {
+  supervisor_->set_case_timeout(seconds);
+}
 
 void run_on_workers(const WorkerPoolSettings& settings, const std::vector<std::size_t>& indices,
-                    const WorkerRecordHandler& on_record, const WorkerLossHandler& on_loss) {
-  if (indices.empty()) return;
-  const IgnoreSigpipe ignore_sigpipe;
-  Supervisor supervisor(settings, indices, on_record, on_loss);
-  supervisor.run();
+                    const WorkerRequestBuilder& request_of, const WorkerRecordHandler& on_record,
+                    const WorkerLossHandler& on_loss) {
+  WorkerPool::Supervisor supervisor(settings);
+  supervisor.run(indices, request_of, on_record, on_loss, /*keep_workers=*/false);
 }
 
 }  // namespace attnfuzz

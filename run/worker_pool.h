@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,11 +33,41 @@ struct WorkerLoss {
 
 // Each case ends in exactly one call of `on_record` (the worker's answer, a case_to_json record)
 // or `on_loss`; either returns false to stop the run: no further case starts, and workers still
-// busy are killed. Cases are handed out in the order of `indices`; with several workers they may
-// finish out of order. Throws HarnessError when a worker cannot start at all.
+// busy are killed. Cases are handed out in the order of `indices`, each as the request
+// `request_of(index)` builds (a JSON object; the pool adds "index"); with several workers they may
+// finish out of order. A case is blamed for a worker's death only once the worker said it started
+// it; one whose worker died before that is handed out again (up to kMaxCaseStarts times). Throws
+// HarnessError when a worker cannot start at all.
+using WorkerRequestBuilder = std::function<nlohmann::json(std::size_t index)>;
 using WorkerRecordHandler = std::function<bool(std::size_t index, const nlohmann::json& record)>;
 using WorkerLossHandler = std::function<bool(std::size_t index, const WorkerLoss& loss)>;
 void run_on_workers(const WorkerPoolSettings& settings, const std::vector<std::size_t>& indices,
-                    const WorkerRecordHandler& on_record, const WorkerLossHandler& on_loss);
+                    const WorkerRequestBuilder& request_of, const WorkerRecordHandler& on_record,
+                    const WorkerLossHandler& on_loss);
+
+// How often a case is handed out to workers that die before starting it.
+inline constexpr int kMaxCaseStarts = 3;
+
+// Workers that stay up between runs, for callers that have one case at a time to run contained
+// (the property search): each run() is run_on_workers' on the pool's workers, which then wait for
+// the next; a worker that died or hung is replaced at the next run. The destructor lets idle
+// workers exit and kills the rest.
+class WorkerPool {
+ public:
+  explicit WorkerPool(WorkerPoolSettings settings);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void run(const std::vector<std::size_t>& indices, const WorkerRequestBuilder& request_of,
+           const WorkerRecordHandler& on_record, const WorkerLossHandler& on_loss);
+  // The --case-timeout of the cases of later runs.
+  void set_case_timeout(double seconds);
+
+  class Supervisor;
+
+ private:
+  std::unique_ptr<Supervisor> supervisor_;
+};
 
 }  // namespace attnfuzz

@@ -209,6 +209,10 @@ TEST_P(FuzzAttentionHarnessError, ExitsThreeAndNamesTheProblemOnStderr) {
 constexpr const char* kValidMatrix =
     R"({"name": "t", "cases": [{"batch": 1, "heads": 2, "seq_len": 70, "head_dim": 64}]})";
 
+// A 200 KB matrix whose one case is nested 100,000 arrays deep.
+const std::string kDeepMatrix =
+    R"({"name": "t", "cases": [)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
+
 INSTANTIATE_TEST_SUITE_P(
     Causes, FuzzAttentionHarnessError,
     ::testing::Values(
@@ -263,10 +267,97 @@ INSTANTIATE_TEST_SUITE_P(
         HarnessErrorCase{"too_many_repeats",
                          kValidMatrix,
                          "--configs {matrix} --repeats 1000000",
-                         {"--repeats", "to 1000", "got 1000000"}}),
+                         {"--repeats", "to 1000", "got 1000000"}},
+        HarnessErrorCase{"matrix_nested_too_deep",
+                         kDeepMatrix.c_str(),
+                         "--configs {matrix}",
+                         {"matrix.json", "nested more than 64 levels deep"}},
+        HarnessErrorCase{"matrix_without_end",
+                         nullptr,
+                         "--configs /dev/zero",
+                         {"/dev/zero is larger than 64 MiB"}},
+        HarnessErrorCase{"describe_a_folder", nullptr, "--describe {folder}", {"is a directory"}},
+        HarnessErrorCase{"save_cases_onto_a_file",
+                         kValidMatrix,
+                         "--configs {matrix} --save-cases {matrix}",
+                         {"--save-cases", "exists and is not a folder"}},
+        HarnessErrorCase{"infinite_case_timeout",
+                         kValidMatrix,
+                         "--configs {matrix} --case-timeout inf",
+                         {"--case-timeout", "got inf"}},
+        HarnessErrorCase{"memory_limit_past_int64",
+                         kValidMatrix,
+                         "--configs {matrix} --memory-limit 99999999999999",
+                         {"--memory-limit", "got 99999999999999"}},
+        HarnessErrorCase{"overflow_blames_the_factor_out_of_proportion",
+                         R"({"name": "t", "cases": [
+                             {"batch": 4611686018427387904, "heads": 4, "seq_len": 1}]})",
+                         "--configs {matrix}",
+                         {"field /cases/0/batch", "4611686018427387904 * 1 * 4 * 64 overflows"}},
+        HarnessErrorCase{"report_folder_missing",
+                         kValidMatrix,
+                         "--configs {matrix} --json {folder}/absent/report.json",
+                         {"--json", "absent does not exist"}},
+        HarnessErrorCase{"report_path_is_a_folder",
+                         kValidMatrix,
+                         "--configs {matrix} --junit {folder}",
+                         {"--junit", "is a directory"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ---- reports ----
+
+TEST_F(FuzzAttention, ReportsFollowASymlinkAndWriteADeviceInPlace) {
+  const std::filesystem::path link = path("report.json"), target = path("real.json");
+  std::filesystem::create_symlink(target.filename(), link);
+  const RunResult result =
+      run_matrix(kValidMatrix, "--quiet --json " + quoted(link.string()) +
+                                   " --junit /dev/null --markdown /dev/stdout");
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the link was replaced by a file";
+  EXPECT_NO_THROW(nlohmann::json::parse(read_file(target)));
+  EXPECT_EQ(std::filesystem::status("/dev/null").type(), std::filesystem::file_type::character);
+  EXPECT_THAT(result.out, HasSubstr("## attnfuzz t: PASS"));
+}
+
+TEST_F(FuzzAttention, AReportThatCannotBeWrittenNeitherStopsTheOthersNorHidesAFailure) {
+  const std::string reports = " --json /dev/full --junit " + quoted(path("report.xml").string());
+  const RunResult failing = run_matrix(kValidMatrix, "--plant output_truncation" + reports);
+  EXPECT_EQ(failing.exit_code, 1) << failing.out << failing.err;
+  EXPECT_THAT(failing.err, HasSubstr("--json: cannot write /dev/full"));
+  EXPECT_TRUE(std::filesystem::exists(path("report.xml")));
+
+  std::filesystem::remove(path("report.xml"));
+  const RunResult passing = run_matrix(kValidMatrix, reports);
+  EXPECT_EQ(passing.exit_code, 3) << passing.out << passing.err;
+  EXPECT_TRUE(std::filesystem::exists(path("report.xml")));
+}
+
+TEST_F(FuzzAttention, ReplayedRegressionsEachHaveTheirOwnIdAndReplayCommand) {
+  // Two saved regressions whose matrices are both called "regression", as older ones are.
+  std::filesystem::create_directories(path("saved"));
+  write("saved/a.json", R"({"name": "regression", "cases": [{"seq_len": 70}]})");
+  write("saved/b.json", R"({"name": "regression", "cases": [{"seq_len": 90}]})");
+  const std::string saved = quoted(path("saved").string());
+  const RunResult all = run("--replay " + saved + " --plant output_truncation");
+  EXPECT_EQ(all.exit_code, 1) << all.out << all.err;
+  EXPECT_THAT(all.out, HasSubstr("FAIL a.json/0 "));
+  EXPECT_THAT(all.out, HasSubstr("FAIL b.json/0 "));
+  EXPECT_THAT(all.out, HasSubstr("--replay " + path("saved/b.json").string()));
+
+  const RunResult one = run("--replay " + saved + " --case b.json/0");
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_EQ(one.last_line(), "1 passed, 0 failed, 0 skipped");
+}
+
+TEST_F(FuzzAttention, AStreamFileThatIsNotAStreamOfThisRunIsRefusedAndKept) {
+  const std::string notes = "my notes\nthe last line, without its newline";
+  write("notes.txt", notes);
+  const RunResult result =
+      run_matrix(kValidMatrix, "--stream " + quoted(path("notes.txt").string()));
+  EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("is not a result stream"));
+  EXPECT_EQ(read_file(path("notes.txt")), notes);
+}
 
 TEST_F(FuzzAttention, JsonReportOfAPassAFailAndASkipCarriesEveryField) {
   const RunResult result = run_matrix(

@@ -1,11 +1,15 @@
 // write_file_atomically(): the file ends up with exactly the new contents, no temporary file is
-// left behind, and a directory that does not exist is a HarnessError naming the path.
+// left behind, and a directory that does not exist is a HarnessError naming the path; a symbolic
+// link stays a link and its target is written; a FIFO is written in place, not replaced;
+// check_file_writable finds, up front, the paths the write would fail on.
 #include "core/write_file_atomically.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/file_io.h"
@@ -76,6 +80,47 @@ TEST_F(WriteFileAtomically, TargetThatIsADirectoryThrowsAndLeavesNoTemporaryFile
     EXPECT_NE(std::string(error.what()).find(path.string()), std::string::npos) << error.what();
   }
   EXPECT_EQ(entries(), std::vector<std::string>{"occupied"});
+}
+
+TEST_F(WriteFileAtomically, ASymlinkStaysALinkAndItsTargetIsWritten) {
+  const fs::path link = folder_ / "report.json", target = folder_ / "runs" / "today.json";
+  fs::create_directories(target.parent_path());
+  fs::create_symlink(fs::path("runs") / "today.json", link);  // relative, and dangling at first
+  write_file_atomically(link, "first");
+  write_file_atomically(link, "second");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(target), "second");
+}
+
+TEST_F(WriteFileAtomically, AFifoIsWrittenInPlaceNotReplaced) {
+  const fs::path fifo = folder_ / "pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = read_file(fifo); });
+  write_file_atomically(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(received, "through the pipe");
+  EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
+}
+
+TEST_F(WriteFileAtomically, ADeviceThatRefusesTheBytesIsAHarnessError) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  EXPECT_THROW(write_file_atomically("/dev/full", "contents"), HarnessError);
+  EXPECT_EQ(fs::status("/dev/full").type(), fs::file_type::character);
+}
+
+TEST_F(WriteFileAtomically, CheckFileWritableRefusesWhatTheWriteWouldAndLeavesNoFile) {
+  EXPECT_NO_THROW(check_file_writable(folder_ / "new.json", "--json"));
+  EXPECT_NO_THROW(check_file_writable("/dev/null", "--junit"));
+  try {
+    check_file_writable(folder_ / "absent" / "r.json", "--json");
+    FAIL() << "a missing folder passed";
+  } catch (const HarnessError& error) {
+    EXPECT_NE(std::string(error.what()).find("--json: cannot write"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(check_file_writable(folder_, "--html"), HarnessError);
+  EXPECT_EQ(entries(), std::vector<std::string>{});
 }
 
 }  // namespace

@@ -474,8 +474,12 @@ const std::vector<BadCaseFieldRow> kBadCaseFields = {
      {"heads 6 is not a multiple of kv_heads 4"}},
     {"KvHeadsAboveHeads", R"({"heads": 2, "kv_heads": 4})", "kv_heads", {"exceeds heads"}},
     {"ElementCountOverflow",
-     R"({"batch": 1099511627776, "seq_len": 1099511627776})",
-     "seq_len",
+     R"({"batch": 3, "seq_len": 1099511627776, "heads": 2199023255552})",
+     "heads",
+     {"3 * 1099511627776 * 2199023255552 * 64 overflows int64"}},
+    {"ElementCountOverflowBlamesTheLargestFactorNotTheLastOne",
+     R"({"batch": 4611686018427387904, "heads": 4, "seq_len": 1})",
+     "batch",
      {"overflows int64"}},
 };
 

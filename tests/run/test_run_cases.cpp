@@ -1,7 +1,9 @@
 // Contained, streamed and resumable runs, end to end through the real binary: kernels that crash,
 // hang or exhaust memory on one shape (tests/plugins/faulty_attention.c) cost that case only; a
 // run killed with -9 keeps every finished case in its stream and --resume finishes the rest; the
-// same seed and build give the same report, contained or not, on one worker or several.
+// same seed and build give the same report, contained or not, on one worker or several; kernels
+// that fork, start processes, close stdin, write to fd 3, call exit(0), print terminal escapes or
+// crash while loading never take the run, or the machine's processes, with them.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,6 +15,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -22,6 +26,7 @@
 
 #include "kernels/cuda_device_probe.h"
 #include "support/fuzz_attention_binary.h"
+#include "support/process_state.h"
 
 extern char** environ;
 
@@ -119,8 +124,8 @@ TEST_F(FuzzAttention, KernelThatAllocatesWithoutBoundIsSkippedAsOutOfMemory) {
       kFourCases, plugin + " --memory-limit 768 --json " + quoted(path("report.json").string()));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("SKIP t/1"));
-  EXPECT_THAT(result.out, HasSubstr("out of memory: the worker's resident memory reached"));
-  EXPECT_THAT(result.out, HasSubstr("past its limit of 768 MiB (--memory-limit)"));
+  EXPECT_THAT(result.out, HasSubstr("out of memory: the worker's processes reached"));
+  EXPECT_THAT(result.out, HasSubstr("past the limit of 768 MiB (--memory-limit)"));
   EXPECT_EQ(result.last_line(), "3 passed, 0 failed, 1 skipped");
   const json report = read_json(path("report.json"));
   EXPECT_EQ(record_of(report, "t/1").at("skip_cause"), "unavailable");
@@ -161,7 +166,7 @@ TEST_F(FuzzAttention, FailOnSkipFailsCasesThatCouldNotRunButNotUnsupportedShapes
 // Starts fuzz_attention in the background; returns its pid.
 pid_t spawn_fuzz_attention(const std::vector<std::string>& arguments,
                            const std::filesystem::path& log) {
-  std::vector<std::string> words = {ATTNFUZZ_FUZZ_ATTENTION, "--backend", "cpu"};  // as run()
+  std::vector<std::string> words = {fuzz_attention_path(), "--backend", "cpu"};  // as run()
   words.insert(words.end(), arguments.begin(), arguments.end());
   std::vector<char*> argv;
   for (std::string& word : words) argv.push_back(word.data());
@@ -175,6 +180,184 @@ pid_t spawn_fuzz_attention(const std::vector<std::string>& arguments,
   const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   return error == 0 ? pid : -1;
+}
+
+// Waits up to `seconds` for `path` to hold a pid; 0 if it never does.
+long wait_for_pid_in(const std::filesystem::path& path, double seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int(seconds * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream file(path);
+    long pid = 0;
+    if (file >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}
+
+bool gone_within(long pid, double seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int(seconds * 1000));
+  while (!process_is_gone(pid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return process_is_gone(pid);
+}
+
+// The orphan plugin's child, and where it says its pid.
+class OrphanPidFile {
+ public:
+  explicit OrphanPidFile(std::filesystem::path path) : path_(std::move(path)) {
+    setenv("FAULT_PID_FILE", path_.c_str(), 1);
+  }
+  ~OrphanPidFile() { unsetenv("FAULT_PID_FILE"); }
+  OrphanPidFile(const OrphanPidFile&) = delete;
+  OrphanPidFile& operator=(const OrphanPidFile&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST_F(FuzzAttention, KernelThatForksThenCrashesIsACrashAtOnceEvenWithoutATimeout) {
+  const auto started = std::chrono::steady_clock::now();
+  const RunResult result = run_matrix(
+      kFourCases, "--case-timeout 0 --kernel-lib " + quoted(ATTNFUZZ_FAULT_FORK_THEN_CRASH_PLUGIN));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("FAIL t/1"));
+  EXPECT_THAT(result.out, AnyOf(HasSubstr("crashed: the worker was killed by signal 11"),
+                                HasSubstr("AddressSanitizer: SEGV")));
+  EXPECT_EQ(result.last_line(), "3 passed, 1 failed, 0 skipped");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+            120.0);
+}
+
+TEST_F(FuzzAttention, ProcessesAKernelStartsDoNotOutliveTheRun) {
+  const OrphanPidFile pid_file(path("orphan.pid"));
+  const RunResult result =
+      run_matrix(kFourCases, "--kernel-lib " + quoted(ATTNFUZZ_FAULT_ORPHAN_PLUGIN));
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  const long orphan = wait_for_pid_in(pid_file.path(), 1.0);
+  ASSERT_GT(orphan, 0) << "the plugin started no process";
+  EXPECT_TRUE(gone_within(orphan, 10.0)) << "process " << orphan << " outlived the run";
+}
+
+TEST_F(FuzzAttention, ProcessesAKernelStartsDoNotOutliveAHarnessKilledWithSigkill) {
+  const OrphanPidFile pid_file(path("orphan.pid"));
+  const std::filesystem::path matrix = write("orphan.json", R"({"name": "o", "cases": [
+    {"batch": 1, "heads": 2, "seq_len_q": 70, "seq_len_k": 97},
+    {"batch": 4, "heads": 8, "seq_len": [400, 401, 402, 403, 404, 405]}]})");
+  const pid_t pid = spawn_fuzz_attention(
+      {"--configs", matrix.string(), "--kernel-lib", ATTNFUZZ_FAULT_ORPHAN_PLUGIN, "--quiet"},
+      path("run.log"));
+  ASSERT_GT(pid, 0);
+  const long orphan = wait_for_pid_in(pid_file.path(), 120.0);
+  ASSERT_GT(orphan, 0) << read_file(path("run.log"));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed";
+  EXPECT_TRUE(gone_within(orphan, 10.0)) << "process " << orphan << " outlived the harness";
+}
+
+// Kernels that touch descriptors the worker protocol once used: nothing of theirs reaches it.
+TEST_F(FuzzAttention, KernelThatClosesStdinOrWritesToFd3CostsNoCase) {
+  for (const char* plugin : {ATTNFUZZ_FAULT_CLOSE_STDIN_PLUGIN, ATTNFUZZ_FAULT_WRITE_FD3_PLUGIN}) {
+    const RunResult result = run_matrix(kFourCases, "--kernel-lib " + quoted(plugin));
+    EXPECT_EQ(result.exit_code, 0) << plugin << "\n" << result.out << result.err;
+    EXPECT_EQ(result.last_line(), "4 passed, 0 failed, 0 skipped") << plugin;
+  }
+}
+
+TEST_F(FuzzAttention, KernelThatCallsExitZeroFailsItsCaseContainedOrNot) {
+  const std::string plugin = "--kernel-lib " + quoted(ATTNFUZZ_FAULT_EXIT_ZERO_PLUGIN);
+  const RunResult contained = run_matrix(kFourCases, plugin);
+  EXPECT_EQ(contained.exit_code, 1) << contained.out << contained.err;
+  EXPECT_THAT(contained.out, HasSubstr("crashed: the worker exited with status 0"));
+  EXPECT_EQ(contained.last_line(), "3 passed, 1 failed, 0 skipped");
+
+  const RunResult in_process = run_matrix(kFourCases, plugin + " --in-process");
+  EXPECT_EQ(in_process.exit_code, 1) << in_process.out << in_process.err;
+  EXPECT_THAT(in_process.err, HasSubstr("the kernel called exit() while running case t/1"));
+}
+
+TEST_F(FuzzAttention, ControlCharactersOfAKernelsMessageNeverReachTheTableOrMarkdownRaw) {
+  const RunResult result =
+      run_matrix(kFourCases, "--kernel-lib " + quoted(ATTNFUZZ_FAULT_CONTROL_CHARACTERS_PLUGIN) +
+                                 " --markdown " + quoted(path("summary.md").string()));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("bad?[2J?[31m red?over? bell"));
+  for (const std::string& text : {result.out, read_file(path("summary.md"))}) {
+    for (const char control : {'\033', '\r', '\a'}) {
+      EXPECT_EQ(text.find(control), std::string::npos) << "control character " << int(control);
+    }
+  }
+}
+
+TEST_F(FuzzAttention, PluginThatCrashesWhileLoadingIsAHarnessErrorNamingTheFile) {
+  const RunResult result =
+      run_matrix(kFourCases, "--kernel-lib " + quoted(ATTNFUZZ_FAULT_LOAD_CRASH_PLUGIN));
+  EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr(ATTNFUZZ_FAULT_LOAD_CRASH_PLUGIN));
+  EXPECT_THAT(result.err, AnyOf(HasSubstr("killed by signal 11"), HasSubstr("SEGV")));
+  EXPECT_THAT(result.out, Not(HasSubstr(" passed, ")));
+}
+
+// The faulty plugins misbehave on every case while this is in scope (the property search's
+// cases are random; seq_len_k 97 would be rare).
+class FaultOnEveryCase {
+ public:
+  FaultOnEveryCase() { setenv("FAULT_EVERY_CASE", "1", 1); }
+  ~FaultOnEveryCase() { unsetenv("FAULT_EVERY_CASE"); }
+  FaultOnEveryCase(const FaultOnEveryCase&) = delete;
+  FaultOnEveryCase& operator=(const FaultOnEveryCase&) = delete;
+};
+
+TEST_F(FuzzAttention, PropertySearchOnACrashingKernelFailsSavesTheMinimalCaseAndSummarizes) {
+  const FaultOnEveryCase everywhere;
+  const RunResult result =
+      run("--properties --budget 10 --property matches_oracle --property determinism "
+          "--kernel-lib " +
+          quoted(ATTNFUZZ_FAULT_SEGFAULT_PLUGIN) + " --regressions " +
+          quoted(path("regressions").string()));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("FAIL property matches_oracle"));
+  EXPECT_THAT(result.out, AnyOf(HasSubstr("crashed: the worker was killed by signal 11"),
+                                HasSubstr("AddressSanitizer: SEGV")));
+  EXPECT_EQ(result.last_line(), "0 passed, 2 failed, 0 skipped");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(path("regressions")),
+                          std::filesystem::directory_iterator()),
+            2);
+}
+
+TEST_F(FuzzAttention, PropertySearchStopsAHangingKernelWithinItsBudget) {
+  const FaultOnEveryCase everywhere;
+  const auto started = std::chrono::steady_clock::now();
+  const RunResult result = run("--properties --budget 3 --property matches_oracle --kernel-lib " +
+                               quoted(ATTNFUZZ_FAULT_HANG_PLUGIN) + " --regressions " +
+                               quoted(path("regressions").string()));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+            60.0);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("the --budget ran out while the kernel was running a check"));
+
+  const RunResult with_timeout =
+      run("--properties --budget 30 --case-timeout 1 --property matches_oracle --kernel-lib " +
+          quoted(ATTNFUZZ_FAULT_HANG_PLUGIN) + " --regressions " +
+          quoted(path("regressions").string()));
+  EXPECT_EQ(with_timeout.exit_code, 1) << with_timeout.out << with_timeout.err;
+  EXPECT_THAT(with_timeout.out, HasSubstr("hung: no answer within 1 s"));
+}
+
+TEST_F(FuzzAttention, PropertyReplayOfACaseThatCrashesTheKernelFailsContained) {
+  const std::filesystem::path saved =
+      write("crash.json", R"({"name": "c", "cases": [{"seq_len_q": 70, "seq_len_k": 97}]})");
+  const RunResult result =
+      run("--properties --property matches_oracle --replay " + quoted(saved.string()) +
+          " --kernel-lib " + quoted(ATTNFUZZ_FAULT_SEGFAULT_PLUGIN));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("FAIL matches_oracle crash.json/0"));
+  EXPECT_EQ(result.last_line(), "0 passed, 1 failed, 0 skipped");
 }
 
 TEST_F(FuzzAttention, KilledRunKeepsEveryFinishedCaseInItsStreamAndResumeFinishesTheRest) {
@@ -290,9 +473,9 @@ TEST_F(FuzzAttention, BadContainmentFlagsAreHarnessErrors) {
   EXPECT_THAT(run_matrix(kFourCases, "--devices 0,,1").err,
               HasSubstr("--devices: expected GPU indices separated by commas"));
   EXPECT_THAT(run_matrix(kFourCases, "--case-timeout -1").err,
-              HasSubstr("--case-timeout: must be >= 0"));
+              HasSubstr("--case-timeout: must be from 0 (no limit)"));
   EXPECT_THAT(run_matrix(kFourCases, "--memory-limit -5").err,
-              HasSubstr("--memory-limit: must be >= 0"));
+              HasSubstr("--memory-limit: must be from 0"));
   EXPECT_EQ(run_matrix(kFourCases, "--devices x").exit_code, 3);
 }
 

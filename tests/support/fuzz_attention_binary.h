@@ -38,6 +38,13 @@ struct RunResult {
   }
 };
 
+// The binary under test: the one this build made, or the one ATTNFUZZ_TEST_FUZZ_ATTENTION names
+// (to show that a new test fails on an older build of the harness).
+inline std::string fuzz_attention_path() {
+  const char* other = std::getenv("ATTNFUZZ_TEST_FUZZ_ATTENTION");
+  return other != nullptr && *other != '\0' ? other : ATTNFUZZ_FUZZ_ATTENTION;
+}
+
 // Each test gets a folder of its own (TemporaryFolder), removed afterwards, for matrices, outputs
 // and reports.
 class FuzzAttention : public TemporaryFolder {
@@ -50,7 +57,7 @@ class FuzzAttention : public TemporaryFolder {
   RunResult run(const std::string& arguments) const {
     const bool chooses_kernel = arguments.find("--backend") != std::string::npos ||
                                 arguments.find("--kernel") != std::string::npos;
-    const std::string command = quoted(ATTNFUZZ_FUZZ_ATTENTION) +
+    const std::string command = quoted(fuzz_attention_path()) +
                                 (chooses_kernel ? " " : " --backend cpu ") + arguments + " >" +
                                 quoted(path("stdout.txt").string()) + " 2>" +
                                 quoted(path("stderr.txt").string()) + " </dev/null";

@@ -1,0 +1,74 @@
+#include "fuzz/contained_property_check.h"
+
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+
+#include "case/case_codec.h"
+#include "core/clock.h"
+
+namespace attnfuzz {
+namespace {
+
+// What the search waits for a check once the budget is spent: a last check that happens to be
+// running then gets this long to finish.
+constexpr double kBudgetGraceSeconds = 1.0;
+
+}  // namespace
+
+ContainedPropertyCheck::ContainedPropertyCheck(WorkerPoolSettings workers, double budget_seconds)
+    : case_timeout_seconds_(workers.case_timeout_seconds),
+      budget_seconds_(budget_seconds),
+      started_(std::chrono::steady_clock::now()),
+      pool_(std::move(workers)) {}
+
+std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
+                                                              const AttentionCase& attention_case) {
+  const double budget_left = budget_seconds_ - seconds_since(started_) + kBudgetGraceSeconds;
+  if (budget_left <= 0) return std::nullopt;  // the search is over: every further check holds
+  const bool budget_bounds = case_timeout_seconds_ <= 0 || budget_left < case_timeout_seconds_;
+  pool_.set_case_timeout(budget_bounds ? budget_left : case_timeout_seconds_);
+
+  std::optional<std::string> failure;
+  const auto request_of = [&](std::size_t) {
+    return nlohmann::json{{"id", "property"},
+                          {"case", case_keys_to_json(attention_case)},
+                          {"property", kProperties[static_cast<int>(property)].name}};
+  };
+  const auto on_record = [&](std::size_t, const nlohmann::json& record) {
+    const nlohmann::json& verdict = record.at("failure");
+    if (!verdict.is_null()) failure = verdict.get<std::string>();
+    return true;
+  };
+  const auto on_loss = [&](std::size_t, const WorkerLoss& loss) {
+    if (loss.kind == WorkerLossKind::out_of_memory) return true;  // as a matrix run's skip
+    if (loss.kind == WorkerLossKind::hung && budget_bounds) {     // the budget ran out
+      std::cerr << "fuzz_attention: the --budget ran out while the kernel was running a check of "
+                << kProperties[static_cast<int>(property)].name
+                << "; the check was stopped and is not counted (a --case-timeout below the budget "
+                   "makes such a kernel fail as hung)\n";
+      return true;
+    }
+    failure = loss.description +
+              (loss.output_tail.empty() ? "" : "; its last output:\n" + loss.output_tail);
+    return true;
+  };
+  pool_.run({0}, request_of, on_record, on_loss);
+  return failure;
+}
+
+bool ContainedPropertyCheck::is_property_request(const nlohmann::json& request) {
+  return request.contains("property");
+}
+
+nlohmann::json ContainedPropertyCheck::answer_property_request(const AttentionCase& attention_case,
+                                                               const nlohmann::json& request,
+                                                               const RunSettings& settings) {
+  const std::optional<Property> property =
+      parse_property(request.at("property").get_ref<const std::string&>());
+  if (!property) throw std::invalid_argument("unknown property in a request");
+  const std::optional<std::string> failure = check_property(*property, attention_case, settings);
+  return {{"failure", failure ? nlohmann::json(*failure) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace attnfuzz

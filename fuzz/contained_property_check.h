@@ -1,0 +1,42 @@
+// Property checks of the search run contained, as the matrix runner's cases are: in a worker
+// process (run/worker_pool.h) that stays up between checks, so that a kernel that crashes, hangs
+// or exits costs one check, which fails with what happened, and the search goes on to shrink it
+// and save the minimal case. A kernel call is stopped at the case timeout (a hang: the check
+// fails) or when the search's budget is spent (the check counts as passed and the search ends).
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "case/attention_case.h"
+#include "fuzz/properties.h"
+#include "run/worker_pool.h"
+
+namespace attnfuzz {
+
+class ContainedPropertyCheck {
+ public:
+  // `workers` as for a matrix run (the worker's argv, the case timeout, the memory limit);
+  // `budget_seconds` is the search's, counted from now.
+  ContainedPropertyCheck(WorkerPoolSettings workers, double budget_seconds);
+
+  // check_property(property, attention_case) in a worker; a crash or hang is a failure naming it
+  // with the worker's last output; running out of memory, or out of budget, is not.
+  std::optional<std::string> operator()(Property property, const AttentionCase& attention_case);
+
+  // The request a worker answers with the property's verdict: {"failure": null or "why"}.
+  static bool is_property_request(const nlohmann::json& request);
+  static nlohmann::json answer_property_request(const AttentionCase& attention_case,
+                                                const nlohmann::json& request,
+                                                const RunSettings& settings);
+
+ private:
+  double case_timeout_seconds_;
+  double budget_seconds_;
+  std::chrono::steady_clock::time_point started_;
+  WorkerPool pool_;
+};
+
+}  // namespace attnfuzz
