@@ -109,6 +109,13 @@ if [[ -f fuzz/matrix_parser_fuzzer.cpp ]] && grep -q ATTNFUZZ_MATRIX_PARSER_FUZZ
   build_target matrix_parser_fuzzer ATTNFUZZ_MATRIX_PARSER_FUZZER
   ship_inputs matrix_parser_fuzzer corpus/matrix.dict corpus/matrix_parser corpus/matrix
   targets+=(matrix_parser_fuzzer)
+  # The readers of saved cases, worker requests and result streams, from the same configuration.
+  if [[ -f fuzz/saved_input_fuzzer.cpp ]]; then
+    cmake --build "$WORK/matrix_parser_fuzzer" --target saved_input_fuzzer --parallel "$(nproc)"
+    cp "$WORK/matrix_parser_fuzzer/saved_input_fuzzer" "$OUT/saved_input_fuzzer"
+    ship_inputs saved_input_fuzzer "" corpus/saved_input
+    targets+=(saved_input_fuzzer)
+  fi
 else
   echo "build.sh: no matrix_parser_fuzzer in this tree: only fuzz_attention_libfuzzer is built" >&2
 fi

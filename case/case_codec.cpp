@@ -89,6 +89,39 @@ bool starts_with_case_magic(std::span<const std::uint8_t> bytes) {
                     [](char m, std::uint8_t b) { return static_cast<std::uint8_t>(m) == b; });
 }
 
+namespace {
+
+// The fields of the binary form in order, each with the byte just past its end.
+struct EncodedField {
+  const char* name;
+  std::size_t end;
+};
+constexpr EncodedField kEncodedFields[] = {{"seq_len_q", 6},
+                                           {"seq_len_k", 8},
+                                           {"causal and layout", 9},
+                                           {"batch", 10},
+                                           {"kv_heads", 11},
+                                           {"heads per kv head", 12},
+                                           {"head_dim", 13},
+                                           {"dtype", 14},
+                                           {"row_padding", 15},
+                                           {"data", 16},
+                                           {"seed", 24},
+                                           {"injected value", 25},
+                                           {"injection tensor", 26},
+                                           {"injection count", 27},
+                                           {"softmax_scale", 35},
+                                           {"kernel name length", kWholeCaseMinBytes}};
+
+}  // namespace
+
+std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> bytes) {
+  for (const EncodedField& field : kEncodedFields) {
+    if (bytes.size() < field.end) return std::string(field.name);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attention_case,
                                                      std::string* why) {
   using Bytes = std::vector<std::uint8_t>;

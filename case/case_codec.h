@@ -62,6 +62,15 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
 std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes,
                                          std::string* why = nullptr, bool* fitted = nullptr);
 
+// The bytes of a whole case in the binary form, but for its kernel name.
+inline constexpr std::size_t kWholeCaseMinBytes = 36;
+
+// The first field of the binary form that `bytes` (a case starting with the magic) end before, or
+// nullopt when every field is there. That field and the ones after it decode to their defaults:
+// libFuzzer's minimized inputs are cut short this way on purpose, but so is a file that lost its
+// end in a copy, and a reader of case files says so rather than run another case in silence.
+std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> bytes);
+
 // {"batch": ..., "heads": ..., ...}: the key of every field of the case schema
 // (case/case_schema.h) with this case's value, but for values that mean "not chosen" (the default
 // scale, kernel and injection). A matrix file reads it back as the same case.

@@ -452,7 +452,8 @@ CaseRunOutcome run_showing_progress(const HarnessOptions& options, const CaseRun
     if (replaying) print_replayed_case(std::cout, result);
     std::cout.flush();
     if (show_progress) {
-      std::cerr << "[" << finished << "/" << cases.size() << "] " << result.attention_case.id
+      std::cerr << "[" << finished << "/" << cases.size() << "] "
+                << printable_text(result.attention_case.id, KeptControls::tab_and_newline)
                 << std::flush;
     }
   });
@@ -484,7 +485,7 @@ void print_replay_commands(std::ostream& out, const RunReport& report, const Rep
     if (result.status != CaseStatus::fail) continue;
     if (first_failure) out << "\nreplay a failing case:\n";
     first_failure = false;
-    out << "  " << replay_of(result) << "\n";
+    out << "  " << printable_text(replay_of(result), KeptControls::tab_and_newline) << "\n";
   }
 }
 

@@ -25,9 +25,10 @@ ExternalProject_Add(libfuzzer_build
   USES_TERMINAL_BUILD ON)
 set(ATTNFUZZ_LIBFUZZER_BINARY ${PROJECT_BINARY_DIR}/libfuzzer/fuzz_attention_libfuzzer)
 
-# The matrix reader's own fuzzer (fuzz/matrix_parser_fuzzer.cpp): a second, small nested build of
-# only core/ and the reader, with ASan and UBSan, into build/matrix_parser_fuzzer/. No CUDA, no
-# BLAS: about 40 s of compiling on one core.
+# The readers' own fuzzers (fuzz/matrix_parser_fuzzer.cpp, fuzz/saved_input_fuzzer.cpp): a second,
+# small nested build of only core/, case/, the readers and the few run/ and oracle/ sources they
+# need, with ASan and UBSan, into build/matrix_parser_fuzzer/. No CUDA, no BLAS: about a minute of
+# compiling on one core.
 option(ATTNFUZZ_BUILD_MATRIX_PARSER_FUZZER
   "With clang, also build the matrix reader's libFuzzer target (ASan + UBSan)" ON)
 if(ATTNFUZZ_BUILD_MATRIX_PARSER_FUZZER)
@@ -46,4 +47,6 @@ if(ATTNFUZZ_BUILD_MATRIX_PARSER_FUZZER)
     USES_TERMINAL_BUILD ON)
   set(ATTNFUZZ_MATRIX_PARSER_FUZZER_BINARY
       ${PROJECT_BINARY_DIR}/matrix_parser_fuzzer/matrix_parser_fuzzer)
+  set(ATTNFUZZ_SAVED_INPUT_FUZZER_BINARY
+      ${PROJECT_BINARY_DIR}/matrix_parser_fuzzer/saved_input_fuzzer)
 endif()

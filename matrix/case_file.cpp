@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iostream>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -23,6 +24,13 @@ std::vector<AttentionCase> load_case_file(const std::filesystem::path& path) {
     std::optional<AttentionCase> decoded = decode_case(bytes, &why);
     if (!decoded) throw HarnessError(path.string() + ": " + why);
     decoded->id = path.filename().string();
+    if (const std::optional<std::string> cut = first_field_cut_off(bytes)) {
+      std::cerr << "fuzz_attention: note: " << path.string() << " ends after " << bytes.size()
+                << " bytes, before its field '" << *cut
+                << "': that field and the ones after it take their defaults (as in a libFuzzer "
+                   "input minimized by cutting its end; a case file written whole has "
+                << kWholeCaseMinBytes << " bytes or more)\n";
+    }
     return {*decoded};
   }
   const auto first = std::find_if(text.begin(), text.end(), [](char c) {

@@ -64,9 +64,10 @@ void write_table_row(std::ostream& out, const CaseResult& result) {
       result.ran ? significant_digits(result.comparison.error_ratio, 3) : std::string("-");
   const std::string max_abs_error =
       result.ran ? significant_digits(result.comparison.max_abs_error, 3) : std::string("-");
-  write_cells(out, status_label(result.status), result.attention_case.id, result.kernel_name,
-              describe_case(result.attention_case), error_ratio, max_abs_error,
-              fixed_decimals(result.total_seconds, 3));
+  // A case id comes from a file's name on --replay, which may hold any byte but '/' and NUL.
+  write_cells(out, status_label(result.status), printable(result.attention_case.id),
+              printable(result.kernel_name), describe_case(result.attention_case), error_ratio,
+              max_abs_error, fixed_decimals(result.total_seconds, 3));
   if (result.status != CaseStatus::pass) {
     out << "    reason: " << (result.reason.empty() ? "(none given)" : printable(result.reason))
         << '\n';

@@ -77,18 +77,20 @@ void ResultStream::append(const CaseResult& result) {
 }
 
 std::vector<nlohmann::json> read_result_stream(const std::filesystem::path& path) {
+  return parse_result_stream(read_stream(path), path.string());
+}
+
+std::vector<nlohmann::json> parse_result_stream(std::string_view text, const std::string& source) {
   std::vector<nlohmann::json> records;
-  const std::string text = read_stream(path);
   std::size_t start = 0;
   int line_number = 0;
-  for (std::size_t end = text.find('\n'); end != std::string::npos;
+  for (std::size_t end = text.find('\n'); end != std::string_view::npos;
        start = end + 1, end = text.find('\n', start)) {
     ++line_number;
     if (end == start) continue;
-    nlohmann::json record =
-        parse_json_or_discarded(std::string_view(text).substr(start, end - start));
+    nlohmann::json record = parse_json_or_discarded(text.substr(start, end - start));
     if (!record.is_object()) {
-      throw HarnessError(path.string() + ": line " + std::to_string(line_number) +
+      throw HarnessError(source + ": line " + std::to_string(line_number) +
                          ": not a JSON object (is this a result stream?)");
     }
     records.push_back(std::move(record));

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "run/case_result.h"
@@ -43,5 +44,8 @@ class ResultStream {
 // off by a kill) is left out. A missing file has none. Throws HarnessError naming the file and
 // line of a complete line that is not a JSON object.
 std::vector<nlohmann::json> read_result_stream(const std::filesystem::path& path);
+
+// The same for a stream's text; `source` names it in messages.
+std::vector<nlohmann::json> parse_result_stream(std::string_view text, const std::string& source);
 
 }  // namespace attnfuzz

@@ -123,6 +123,28 @@ TEST(CaseCodec, CuttingBytesOffTheEndLeavesTheRestAtTheirSimplestValues) {
   EXPECT_EQ(shape_only->seed, 0u);
 }
 
+TEST(CaseCodec, ACaseCutShortNamesTheFirstFieldItLacksAndAWholeOneNone) {
+  AttentionCase attention_case;
+  attention_case.kernel = "cpu_flash";
+  const std::vector<std::uint8_t> bytes = encoded(attention_case);
+  EXPECT_EQ(first_field_cut_off(bytes), std::nullopt);
+  EXPECT_EQ(first_field_cut_off(std::span(bytes).first(kWholeCaseMinBytes)), std::nullopt);
+  EXPECT_EQ(first_field_cut_off(std::span(bytes).first(6)), "seq_len_k");
+  EXPECT_EQ(first_field_cut_off(std::span(bytes).first(20)), "seed");  // in the middle of it
+  EXPECT_EQ(first_field_cut_off(std::span(bytes).first(kWholeCaseMinBytes - 1)),
+            "kernel name length");
+}
+
+TEST(CaseCodec, CaseKeysJsonReadsBackAsTheSameCaseAndRefusesUnknownKeys) {
+  rc::check("case_from_keys_json(case_keys_to_json(c)) == c", [] {
+    AttentionCase attention_case = *small_case();
+    attention_case.id = "";
+    RC_ASSERT(case_from_keys_json(case_keys_to_json(attention_case)) == attention_case);
+  });
+  EXPECT_THROW(case_from_keys_json(nlohmann::json{{"sequence", 3}}), std::invalid_argument);
+  EXPECT_THROW(case_from_keys_json(nlohmann::json{{"batch", "two"}}), std::invalid_argument);
+}
+
 TEST(CaseCodec, RejectsAScaleThatIsNotFinitePositiveAndNearTheDefault) {
   AttentionCase attention_case;
   std::vector<std::uint8_t> bytes = encoded(attention_case);

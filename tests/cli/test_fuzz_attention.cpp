@@ -306,24 +306,33 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- reports ----
 
+// The devices are reached through links in the test's own folder: a build that still renamed over
+// a report's path would replace those links, never /dev/null itself (the tests run as root in CI).
 TEST_F(FuzzAttention, ReportsFollowASymlinkAndWriteADeviceInPlace) {
   const std::filesystem::path link = path("report.json"), target = path("real.json");
   std::filesystem::create_symlink(target.filename(), link);
+  std::filesystem::create_symlink("/dev/null", path("null"));
+  std::filesystem::create_symlink("/proc/self/fd/1", path("stdout"));  // as /dev/stdout is
   const RunResult result =
-      run_matrix(kValidMatrix, "--quiet --json " + quoted(link.string()) +
-                                   " --junit /dev/null --markdown /dev/stdout");
+      run_matrix(kValidMatrix, "--quiet --json " + quoted(link.string()) + " --junit " +
+                                   quoted(path("null").string()) + " --markdown " +
+                                   quoted(path("stdout").string()));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the link was replaced by a file";
   EXPECT_NO_THROW(nlohmann::json::parse(read_file(target)));
-  EXPECT_EQ(std::filesystem::status("/dev/null").type(), std::filesystem::file_type::character);
+  EXPECT_TRUE(std::filesystem::is_symlink(path("null"))) << "a device's link was replaced";
+  EXPECT_TRUE(std::filesystem::is_symlink(path("stdout"))) << "a device's link was replaced";
   EXPECT_THAT(result.out, HasSubstr("## attnfuzz t: PASS"));
 }
 
 TEST_F(FuzzAttention, AReportThatCannotBeWrittenNeitherStopsTheOthersNorHidesAFailure) {
-  const std::string reports = " --json /dev/full --junit " + quoted(path("report.xml").string());
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  std::filesystem::create_symlink("/dev/full", path("full"));  // refuses every byte: ENOSPC
+  const std::string reports = " --json " + quoted(path("full").string()) + " --junit " +
+                              quoted(path("report.xml").string());
   const RunResult failing = run_matrix(kValidMatrix, "--plant output_truncation" + reports);
   EXPECT_EQ(failing.exit_code, 1) << failing.out << failing.err;
-  EXPECT_THAT(failing.err, HasSubstr("--json: cannot write /dev/full"));
+  EXPECT_THAT(failing.err, HasSubstr("--json: cannot write " + path("full").string()));
   EXPECT_TRUE(std::filesystem::exists(path("report.xml")));
 
   std::filesystem::remove(path("report.xml"));
@@ -347,6 +356,19 @@ TEST_F(FuzzAttention, ReplayedRegressionsEachHaveTheirOwnIdAndReplayCommand) {
   const RunResult one = run("--replay " + saved + " --case b.json/0");
   EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
   EXPECT_EQ(one.last_line(), "1 passed, 0 failed, 0 skipped");
+}
+
+TEST_F(FuzzAttention, ACaseFileCutShortIsReplayedSayingWhichFieldsTookTheirDefaults) {
+  // A whole binary case of seq_len 70, then the same cut in the middle of its seed.
+  ASSERT_EQ(run_matrix(kValidMatrix, "--save-cases " + quoted(path("saved").string())).exit_code,
+            0);
+  const std::string whole = read_file(path("saved/t_0"));
+  write("cut", whole.substr(0, 20));
+  const RunResult result = run("--describe " + quoted(path("cut").string()));
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("ends after 20 bytes, before its field 'seed'"));
+  const RunResult intact = run("--describe " + quoted(path("saved/t_0").string()));
+  EXPECT_THAT(intact.err, Not(HasSubstr("ends after")));
 }
 
 TEST_F(FuzzAttention, AStreamFileThatIsNotAStreamOfThisRunIsRefusedAndKept) {

@@ -37,13 +37,14 @@ TEST_F(CaseFile, ABinaryFileIsOneCaseNamedAfterTheFile) {
   EXPECT_EQ(cases[0], expected);
 }
 
-TEST_F(CaseFile, AJsonFileIsAMatrix) {
+TEST_F(CaseFile, AJsonFileIsAMatrixWhoseCasesTakeTheirIdsFromTheFileName) {
   AttentionCase attention_case;
   attention_case.causal = true;
-  const auto path = write("saved.json", case_to_matrix_text(attention_case, "saved"));
+  // Named "regression" inside, as every saved regression once was: the file name tells them apart.
+  const auto path = write("saved.json", case_to_matrix_text(attention_case, "regression"));
   const std::vector<AttentionCase> cases = load_case_file(path);
   ASSERT_EQ(cases.size(), 1u);
-  EXPECT_EQ(cases[0].id, "saved/0");
+  EXPECT_EQ(cases[0].id, "saved.json/0");
   EXPECT_TRUE(cases[0].causal);
 }
 

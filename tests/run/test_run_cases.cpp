@@ -294,6 +294,19 @@ TEST_F(FuzzAttention, ControlCharactersOfAKernelsMessageNeverReachTheTableOrMark
   }
 }
 
+TEST_F(FuzzAttention, ControlCharactersOfAReplayedFilesNameNeverReachTheTableRaw) {
+  // A case id is its file's name, which may hold terminal escapes and a bell.
+  std::filesystem::create_directories(path("saved"));
+  write("saved/evil\033[2J\a.json", R"({"name": "c", "cases": [{"seq_len": 70}]})");
+  const RunResult result =
+      run("--replay " + quoted(path("saved").string()) + " --plant output_truncation");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("FAIL evil?[2J?.json/0"));
+  for (const char control : {'\033', '\a'}) {
+    EXPECT_EQ(result.out.find(control), std::string::npos) << "control character " << int(control);
+  }
+}
+
 TEST_F(FuzzAttention, PluginThatCrashesWhileLoadingIsAHarnessErrorNamingTheFile) {
   const RunResult result =
       run_matrix(kFourCases, "--kernel-lib " + quoted(ATTNFUZZ_FAULT_LOAD_CRASH_PLUGIN));
