@@ -49,6 +49,9 @@ constexpr std::size_t kOutputTailBytes = 4096;
 // How often a busy worker's resident memory is read. A kernel touching memory at 10 GB/s gets at
 // most half a gigabyte past its limit before it is stopped.
 constexpr int kMemoryCheckMs = 50;
+// The longest answer line a worker may send (a case's record is a few KB): past it without a
+// newline, what comes is not an answer.
+constexpr std::size_t kMaxAnswerBytes = std::size_t{16} << 20;
 // How often a worker's life is checked where the kernel has no pidfd.
 constexpr int kLifeCheckMs = 100;
 // How long a worker told that there are no more cases may take to exit before it is killed.
@@ -343,8 +346,8 @@ class WorkerPool::Supervisor {
       for (Worker& worker : workers_) dispatch(worker);  // a dead one is replaced if work is left
       const bool any_alive = std::any_of(workers_.begin(), workers_.end(),
                                          [](const Worker& worker) { return worker.pid > 0; });
-      const bool any_busy = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
-        return w.pid > 0 && w.case_index.has_value();
+      const bool any_busy = std::any_of(workers_.begin(), workers_.end(), [](const Worker& worker) {
+        return worker.pid > 0 && worker.case_index.has_value();
       });
       if (!any_alive || (keep_workers_ && queue_.empty() && !any_busy)) break;
       wait_for_events();
@@ -450,6 +453,10 @@ class WorkerPool::Supervisor {
         break;
       }
       worker.pending_answer.append(buffer, static_cast<std::size_t>(count));
+      if (worker.pending_answer.size() > kMaxAnswerBytes &&
+          worker.pending_answer.find('\n') == std::string::npos) {
+        return protocol_breach(worker, worker.pending_answer.substr(0, 120) + "...");
+      }
     }
     // Answers first: a worker may answer and exit at once (after running out of memory).
     std::size_t line_end = 0;
