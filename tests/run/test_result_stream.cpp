@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <string>
 
@@ -89,6 +90,10 @@ struct ForeignFile {
   std::string contents;
   const char* message;
 };
+
+void PrintTo(const ForeignFile& file, std::ostream* out) {
+  *out << file.name;
+}
 
 class ResultStreamForeignFile : public ResultStreamTest,
                                 public ::testing::WithParamInterface<ForeignFile> {};
