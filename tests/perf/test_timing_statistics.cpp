@@ -1,0 +1,114 @@
+// The performance gate's statistics: percentiles by linear interpolation, a summary whose every
+// figure is checked on samples with known answers, bootstrap intervals that cover the truth about
+// 95% of the time, and a regression verdict that noise alone does not reach while a real
+// slowdown past the allowance does.
+#include "perf/timing_statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/splitmix.h"
+
+namespace attnfuzz {
+namespace {
+
+// `count` draws from an exponential distribution of mean `mean` (skewed, as timings are), from
+// SplitMix64 stream `seed`.
+std::vector<double> exponential_sample(int count, double mean, std::uint64_t seed) {
+  std::vector<double> sample;
+  for (int index = 0; index < count; ++index) {
+    const std::uint64_t bits =
+        splitmix64_finalise(seed + static_cast<std::uint64_t>(index + 1) * kSplitMix64Gamma);
+    const double uniform = (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
+    sample.push_back(-mean * std::log(uniform));
+  }
+  return sample;
+}
+
+// Timings as a busy machine gives them: a floor, jitter above it, and an occasional preemption.
+std::vector<double> noisy_timings(int count, double floor_ms, std::uint64_t seed) {
+  std::vector<double> sample = exponential_sample(count, 0.02 * floor_ms, seed);
+  for (int index = 0; index < count; ++index) {
+    sample[index] += floor_ms + (index % 17 == 5 ? 0.5 * floor_ms : 0.0);
+  }
+  return sample;
+}
+
+TEST(TimingStatistics, PercentilesInterpolateBetweenTheNearestRanks) {
+  std::vector<double> one_to_hundred;
+  for (int value = 1; value <= 100; ++value) one_to_hundred.push_back(value);
+  EXPECT_DOUBLE_EQ(percentile(one_to_hundred, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(percentile(one_to_hundred, 0.5), 50.5);
+  EXPECT_DOUBLE_EQ(percentile(one_to_hundred, 0.95), 95.05);
+  EXPECT_DOUBLE_EQ(percentile(one_to_hundred, 0.99), 99.01);
+  EXPECT_DOUBLE_EQ(percentile(one_to_hundred, 1.0), 100.0);
+  const std::vector<double> single = {7.0};
+  EXPECT_DOUBLE_EQ(percentile(single, 0.99), 7.0);
+}
+
+TEST(TimingStatistics, SummaryOfKnownSamples) {
+  const std::vector<double> sample = {4.0, 1.0, 3.0, 2.0, 5.0};
+  const TimingSummary summary = summarize_timings(sample, 1);
+  EXPECT_EQ(summary.samples, 5);
+  EXPECT_DOUBLE_EQ(summary.median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(summary.mean_ms, 3.0);
+  EXPECT_DOUBLE_EQ(summary.std_ms, std::sqrt(2.5));
+  EXPECT_DOUBLE_EQ(summary.min_ms, 1.0);
+  EXPECT_DOUBLE_EQ(summary.max_ms, 5.0);
+  EXPECT_DOUBLE_EQ(summary.p95_ms, 4.8);
+  EXPECT_DOUBLE_EQ(summary.cv, std::sqrt(2.5) / 3.0);
+  EXPECT_LE(summary.ci95_median_low_ms, 3.0);
+  EXPECT_GE(summary.ci95_median_high_ms, 3.0);
+
+  const std::vector<double> constant(30, 2.5);
+  const TimingSummary flat = summarize_timings(constant, 1);
+  EXPECT_DOUBLE_EQ(flat.std_ms, 0.0);
+  EXPECT_DOUBLE_EQ(flat.ci95_median_low_ms, 2.5);
+  EXPECT_DOUBLE_EQ(flat.ci95_median_high_ms, 2.5);
+}
+
+TEST(TimingStatistics, TheMediansIntervalCoversTheTrueMedianAboutNinetyFivePercentOfTheTime) {
+  // Exponential(1): its median is ln 2. 400 samples of 60 draws each.
+  int covered = 0;
+  const int trials = 400;
+  for (int trial = 0; trial < trials; ++trial) {
+    const std::vector<double> sample = exponential_sample(60, 1.0, 1000 + trial * 7919);
+    const TimingSummary summary = summarize_timings(sample, trial);
+    covered +=
+        summary.ci95_median_low_ms <= std::log(2.0) && std::log(2.0) <= summary.ci95_median_high_ms;
+  }
+  // A 95% interval covers 380 of 400 on average; the binomial's sd is 4.4, and the percentile
+  // bootstrap of a median runs a little wide or narrow on 60 draws.
+  EXPECT_GE(covered, 355);
+  EXPECT_LE(covered, 398);
+}
+
+TEST(TimingStatistics, NoiseAloneIsNeverARegressionAndAFifteenPercentSlowdownAlwaysIs) {
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    const std::vector<double> baseline = noisy_timings(40, 10.0, seed);
+    const std::vector<double> same = noisy_timings(40, 10.0, seed + 1000);
+    const std::vector<double> slower = noisy_timings(40, 11.5, seed + 2000);
+    const RatioInterval noise = median_ratio_interval(baseline, same, seed);
+    EXPECT_FALSE(is_regression(noise, 0.03))
+        << "seed " << seed << ": [" << noise.low << ", " << noise.high << "]";
+    EXPECT_FALSE(is_improvement(noise, 0.03)) << "seed " << seed;
+    const RatioInterval slowdown = median_ratio_interval(baseline, slower, seed);
+    EXPECT_TRUE(is_regression(slowdown, 0.03))
+        << "seed " << seed << ": [" << slowdown.low << ", " << slowdown.high << "]";
+    EXPECT_NEAR(slowdown.ratio, 1.15, 0.03);
+    EXPECT_TRUE(is_improvement(median_ratio_interval(slower, baseline, seed), 0.03));
+  }
+}
+
+TEST(TimingStatistics, TheSameSeedGivesTheSameInterval) {
+  const std::vector<double> sample = exponential_sample(50, 1.0, 5);
+  const TimingSummary first = summarize_timings(sample, 42), second = summarize_timings(sample, 42);
+  EXPECT_EQ(first.ci95_median_low_ms, second.ci95_median_low_ms);
+  EXPECT_EQ(first.ci95_median_high_ms, second.ci95_median_high_ms);
+}
+
+}  // namespace
+}  // namespace attnfuzz
