@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "core/clock.h"
 #include "core/file_io.h"
@@ -43,8 +44,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How much of a worker's output a crash report keeps: enough for a backtrace's top or a CUDA
-// error, not a flood.
+// How much of a worker's output during a case a crash report keeps: its start (the kernel's own
+// last words come before a sanitizer's long report) and its end (a backtrace's top, a CUDA error,
+// the sanitizer's summary), not a flood.
+constexpr std::size_t kOutputHeadBytes = 1024;
 constexpr std::size_t kOutputTailBytes = 4096;
 // How often a busy worker's resident memory is read. A kernel touching memory at 10 GB/s gets at
 // most half a gigabyte past its limit before it is stopped.
@@ -66,7 +69,9 @@ struct Worker {
   int output_fd = -1;   // the worker's stdout and stderr
   std::string device;
   std::string pending_answer;  // an answer line not yet complete
-  std::string output_tail;     // output since the current case started
+  std::string output_head;     // the first output since the current case started
+  std::string output_tail;     // the output after that, its end kept
+  bool output_cut = false;     // some of the output between head and tail was dropped
   bool ready = false;
   bool leaving = false;  // it said it leaves after its last answer: it gets no further case
   bool killed_by_watchdog = false;            // for taking too long
@@ -197,27 +202,39 @@ void drain_output(Worker& worker) {
     const ssize_t count = read_some(worker.output_fd, buffer, sizeof buffer);
     if (count <= 0) return;
     [[maybe_unused]] const ssize_t ignored = write(STDERR_FILENO, buffer, count);
-    worker.output_tail.append(buffer, static_cast<std::size_t>(count));
+    std::string_view text(buffer, static_cast<std::size_t>(count));
+    const std::size_t to_head = std::min(text.size(), kOutputHeadBytes - worker.output_head.size());
+    worker.output_head.append(text.substr(0, to_head));
+    worker.output_tail.append(text.substr(to_head));
     if (worker.output_tail.size() > 2 * kOutputTailBytes) {
       worker.output_tail.erase(0, worker.output_tail.size() - kOutputTailBytes);
+      worker.output_cut = true;
     }
   }
 }
 
-// The last kOutputTailBytes of a worker's output, made printable as lines (it goes into JSON, XML
-// and terminals).
-std::string tail_of(const std::string& output) {
-  std::string tail = printable_text(output.size() <= kOutputTailBytes
-                                        ? output
-                                        : "..." + output.substr(output.size() - kOutputTailBytes),
-                                    KeptControls::tab_and_newline);
-  while (!tail.empty() && tail.back() == '\n') tail.pop_back();
-  return tail;
+// A worker's output during its case, its middle left out past kOutputHeadBytes +
+// kOutputTailBytes, made printable as lines (it goes into JSON, XML and terminals).
+std::string output_of(const Worker& worker) {
+  const bool cut = worker.output_cut || worker.output_tail.size() > kOutputTailBytes;
+  const std::string kept =
+      worker.output_head +
+      (cut ? "\n...\n" + worker.output_tail.substr(worker.output_tail.size() - kOutputTailBytes)
+           : worker.output_tail);
+  std::string text = printable_text(kept, KeptControls::tab_and_newline);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+void clear_output(Worker& worker) {
+  worker.output_head.clear();
+  worker.output_tail.clear();
+  worker.output_cut = false;
 }
 
 WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& settings) {
   WorkerLoss loss;
-  loss.output_tail = tail_of(worker.output_tail);
+  loss.output_tail = output_of(worker);
   if (worker.killed_by_watchdog) {
     loss.kind = WorkerLossKind::hung;
     loss.description = "hung: no answer within " +
@@ -384,7 +401,7 @@ class WorkerPool::Supervisor {
     queue_.pop_front();
     worker.case_started = false;
     worker.case_sent = Clock::now();
-    worker.output_tail.clear();
+    clear_output(worker);
     send_case(worker, *worker.case_index, *request_of_);  // a failure shows as the worker ending
   }
 
@@ -514,7 +531,7 @@ class WorkerPool::Supervisor {
       throw HarnessError("a worker process failed to start: it " +
                          (worker.protocol_breach.empty() ? describe_wait_status(status)
                                                          : "sent " + worker.protocol_breach) +
-                         (worker.output_tail.empty() ? "" : "; its output: " + worker.output_tail));
+                         (worker.output_head.empty() ? "" : "; its output: " + output_of(worker)));
     }
     worker.ready = false;
     worker.leaving = false;

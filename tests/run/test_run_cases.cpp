@@ -195,15 +195,6 @@ long wait_for_pid_in(const std::filesystem::path& path, double seconds) {
   return 0;
 }
 
-bool gone_within(long pid, double seconds) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(int(seconds * 1000));
-  while (!process_is_gone(pid) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return process_is_gone(pid);
-}
-
 // The orphan plugin's child, and where it says its pid.
 class OrphanPidFile {
  public:
