@@ -46,6 +46,10 @@ constexpr double kMaxCaseTimeoutSeconds = 1e6;
 constexpr double kMaxBudgetSeconds = 3.2e7;
 constexpr std::int64_t kMaxMemoryLimitMebibytes = std::int64_t{1} << 30;
 
+// Marks a plant of speed in --list-kernels (scripts that count killed plants leave these out).
+constexpr std::string_view kTimingPlantTag =
+    " [a slowdown, not a wrong value: found by --bench with --baseline]";
+
 void list_kernels(std::ostream& out) {
   for (const AttentionKernel* kernel : all_kernels()) {
     out << kernel->name() << " ("
@@ -53,8 +57,9 @@ void list_kernels(std::ostream& out) {
         << "): " << kernel->summary() << "\n  supports: " << kernel->capabilities()
         << "\n  plants:" << (kernel->plants().empty() ? " none\n" : "\n");
     for (PlantedBug plant : kernel->plants()) {
-      const PlantedBugInfo& info = kPlantedBugs[static_cast<int>(plant) - 1];
-      out << "    " << info.name << ": " << info.effect << " (" << info.origin << ")\n";
+      const PlantedBugInfo& info = planted_bug_info(plant);
+      out << "    " << info.name << ": " << info.effect << " (" << info.origin << ")"
+          << (info.detector == PlantDetector::timing ? kTimingPlantTag : "") << "\n";
     }
   }
 }

@@ -44,7 +44,8 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 constexpr PlantedBug kCpuFlashPlants[] = {
 #define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
-    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
+    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
 
@@ -170,6 +171,20 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
   }
 }
 
+// S = q K^T for one row of the query tile and the staged key tile, unscaled, into work.scores.
+ATTNFUZZ_KERNEL_STAGE void compute_raw_scores(const FlashCall& call, int row, TileWorkspace& work) {
+  const std::int64_t dim = call.problem.head_dim;
+  const int block_n = call.tiles.block_n;
+  float* scores = work.scores.data();
+  std::fill_n(scores, block_n, 0.0f);
+  const float* q_row = &work.query[row * dim];
+  for (std::int64_t d = 0; d < dim; ++d) {
+    const float q_value = q_row[d];
+    const float* k_column = &work.key_t[d * block_n];
+    for (int col = 0; col < block_n; ++col) scores[col] += q_value * k_column[col];
+  }
+}
+
 // One row's step of the online softmax over one staged key tile: its scores, scaled and masked;
 // the new running maximum; P = exp(S - m) into the row sum; and acc = acc * correction + P V.
 ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const QueryTile& tile,
@@ -180,13 +195,7 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
   const std::int64_t dim = problem.head_dim;
   const int block_n = call.tiles.block_n;
   float* scores = work.scores.data();
-  std::fill_n(scores, block_n, 0.0f);
-  const float* q_row = &work.query[row * dim];
-  for (std::int64_t d = 0; d < dim; ++d) {
-    const float q_value = q_row[d];
-    const float* k_column = &work.key_t[d * block_n];
-    for (int col = 0; col < block_n; ++col) scores[col] += q_value * k_column[col];
-  }
+  compute_raw_scores(call, row, work);
 
   const std::int64_t last_key = last_visible_key_of_row(tile.first_row + row, tile.diagonal_offset,
                                                         problem.causal, tile.key_end);
@@ -258,11 +267,27 @@ ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryT
 ATTNFUZZ_KERNEL_CLONES
 void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace& work) {
   load_query_tile(call, tile, work);
-  for (std::int64_t index = 0; index < tile.key_tiles; ++index) {
+  const auto key_tile_at = [&](std::int64_t index) {
     KeyTile key_tile{};
     key_tile.index = index;
     key_tile.first_key = index * call.tiles.block_n;
     key_tile.keys = rows_in_tile(key_tile.first_key, call.tiles.block_n, tile.key_end);
+    return key_tile;
+  };
+  if (makes_extra_score_pass(call.plant)) {
+    // Scores computed and thrown away; the volatile store keeps the compiler from dropping them.
+    float discarded = 0.0f;
+    for (std::int64_t index = 0; index < tile.key_tiles; ++index) {
+      load_key_value_tile(call, tile, key_tile_at(index), work);
+      for (int row = 0; row < tile.rows; ++row) {
+        compute_raw_scores(call, row, work);
+        for (int col = 0; col < call.tiles.block_n; ++col) discarded += work.scores[col];
+      }
+    }
+    [[maybe_unused]] volatile float sink = discarded;
+  }
+  for (std::int64_t index = 0; index < tile.key_tiles; ++index) {
+    const KeyTile key_tile = key_tile_at(index);
     load_key_value_tile(call, tile, key_tile, work);
     for (int row = 0; row < tile.rows; ++row) add_key_tile_to_row(call, tile, key_tile, row, work);
   }

@@ -23,6 +23,13 @@
 
 namespace attnfuzz {
 
+// ---- how much work is done ----
+
+// slow_extra_pass: a first pass over every key tile computing scores that are thrown away.
+ATTNFUZZ_HOST_DEVICE inline bool makes_extra_score_pass(PlantedBug plant) {
+  return plant == PlantedBug::slow_extra_pass;
+}
+
 // ---- where a tile lies in the tensors ----
 
 // Query tiles of block_m rows over seq_len_q rows: a ceiling division.

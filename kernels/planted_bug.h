@@ -68,8 +68,17 @@ namespace attnfuzz {
   X(write_past_output_end, "stores the row after the last query row of a partial query tile", \
     "the store guard written 'row <= seq_len_q': one row past the output (or into the next head)")
 
-#define ATTNFUZZ_PLANTED_BUGS(X) \
-  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X)
+// Bugs of speed, not of values: the output is the same, bit for bit, and only the performance gate
+// (fuzz_attention --bench with --baseline) can see them. They test the gate itself.
+#define ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)                                                       \
+  X(slow_extra_pass,                                                                               \
+    "makes a first pass over every key tile whose scores it throws away: the same output, slower", \
+    "the max-finding pre-pass of a three-pass softmax left in after the online softmax made it "   \
+    "unneeded")
+
+#define ATTNFUZZ_PLANTED_BUGS(X)     \
+  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) \
+  ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)
 
 enum class PlantedBug {
   none,
@@ -78,9 +87,9 @@ enum class PlantedBug {
 #undef ATTNFUZZ_PLANT_ENUM
 };
 
-// What proves that a plant is caught: the harness's comparison of outputs, or (for a race)
-// compute-sanitizer racecheck.
-enum class PlantDetector { comparison, racecheck };
+// What proves that a plant is caught: the harness's comparison of outputs, (for a race)
+// compute-sanitizer racecheck, or (for a slowdown) the performance gate's timing.
+enum class PlantDetector { comparison, racecheck, timing };
 
 struct PlantedBugInfo {
   PlantedBug bug;
@@ -95,11 +104,15 @@ inline constexpr PlantedBugInfo kPlantedBugs[] = {
   {PlantedBug::id, #id, effect, origin, PlantDetector::comparison},
 #define ATTNFUZZ_RACE_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::racecheck},
+#define ATTNFUZZ_TIMING_ROW(id, effect, origin) \
+  {PlantedBug::id, #id, effect, origin, PlantDetector::timing},
     ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)  //
     ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)        //
-    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)
+    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)        //
+    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)
 #undef ATTNFUZZ_PLANT_ROW
 #undef ATTNFUZZ_RACE_ROW
+#undef ATTNFUZZ_TIMING_ROW
 };
 
 inline std::optional<PlantedBug> parse_planted_bug(std::string_view name) {
@@ -108,6 +121,11 @@ inline std::optional<PlantedBug> parse_planted_bug(std::string_view name) {
     if (info.name == name) return info.bug;
   }
   return std::nullopt;
+}
+
+// The plant's row of the catalogue (`bug` is not none).
+inline const PlantedBugInfo& planted_bug_info(PlantedBug bug) {
+  return kPlantedBugs[static_cast<int>(bug) - 1];
 }
 
 inline std::string_view planted_bug_name(PlantedBug bug) {

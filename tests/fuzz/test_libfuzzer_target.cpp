@@ -73,6 +73,9 @@ class LibFuzzerPlant : public LibFuzzerTarget,
 
 TEST_P(LibFuzzerPlant, FindsItsCrashReplaysItAndMinimizesIt) {
   if (!cpu_flash_kernel().carries(GetParam().bug)) GTEST_SKIP() << "not a cpu_flash plant";
+  if (GetParam().detector != PlantDetector::comparison) {
+    GTEST_SKIP() << GetParam().name << " leaves the outputs as they are: not this test's to find";
+  }
   const std::string plant = std::string(GetParam().name);
   const Command fuzzing =
       run(fuzz_command("--plant=" + plant + " -max_total_time=60"), folder_ / "fuzz.log");

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "fuzz/case_generator.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
+#include "matrix/matrix_file.h"
 #include "run/case_runner.h"
+#include "run/guarded_output.h"
 
 namespace attnfuzz {
 namespace {
@@ -376,6 +379,27 @@ TEST(CpuFlashPlants, AllowingNondeterminismJudgesEveryRunAgainstTheOracle) {
   EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::fail);
 }
 
+TEST(CpuFlashPlants, TheSlowExtraPassLeavesEveryOutputBitAsItWas) {
+  // A plant of speed, not of values: the outputs are the same bits, so only the performance gate
+  // (fuzz_attention --bench --baseline) can see it. Every third case of the edge matrix.
+  const std::vector<AttentionCase> cases = load_built_in_matrix("edges.json").cases;
+  int compared = 0;
+  for (std::size_t index = 0; index < cases.size(); index += 3) {
+    const AttentionProblem problem = problem_of(cases[index]);
+    if (!cpu_flash_kernel().supports(problem).supported) continue;
+    const AttentionInputs inputs =
+        generate_inputs(problem, cases[index].data, cases[index].seed, cases[index].injection);
+    GuardedOutput plain(problem), slow(problem);
+    ASSERT_EQ(run_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::none, plain), "");
+    ASSERT_EQ(run_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::slow_extra_pass, slow),
+              "");
+    EXPECT_TRUE(std::equal(plain.data(), plain.data() + plain.span(), slow.data()))
+        << cases[index].id;
+    ++compared;
+  }
+  EXPECT_GT(compared, 60);
+}
+
 TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
   // Adding a plant to cpu_flash without a property that proves it is caught fails here.
   const std::vector<PlantedBug> covered = {PlantedBug::drop_last_key_tile,
@@ -396,7 +420,8 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::single_key_wrong_kv_head,
                                            PlantedBug::split_kv_input_dtype_combine,
                                            PlantedBug::output_truncation,
-                                           PlantedBug::flaky_last_ulp};
+                                           PlantedBug::flaky_last_ulp,
+                                           PlantedBug::slow_extra_pass};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
 }

@@ -162,6 +162,10 @@ TEST_P(CudaFlashPlant, FailsTheEdgeMatrix) {
     GTEST_SKIP() << GetParam().name << " is a race: compute-sanitizer racecheck is its detector "
                  << "(ctest cuda_flash.racecheck_finds_missing_syncthreads)";
   }
+  if (GetParam().detector == PlantDetector::timing) {
+    GTEST_SKIP() << GetParam().name << " leaves the outputs as they are: the performance gate "
+                 << "is its detector";
+  }
   int failed = 0;
   for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
     failed += run_on("cuda_flash", attention_case, GetParam().bug).status == CaseStatus::fail;
