@@ -195,19 +195,19 @@ long wait_for_pid_in(const std::filesystem::path& path, double seconds) {
   return 0;
 }
 
-// The orphan plugin's child, and where it says its pid.
-class OrphanPidFile {
+// An environment variable set while in scope, for the faulty plugins' switches
+// (tests/plugins/faulty_attention.c); the harness and its workers inherit it.
+class ScopedEnvironment {
  public:
-  explicit OrphanPidFile(std::filesystem::path path) : path_(std::move(path)) {
-    setenv("FAULT_PID_FILE", path_.c_str(), 1);
+  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+    setenv(name, value.c_str(), 1);
   }
-  ~OrphanPidFile() { unsetenv("FAULT_PID_FILE"); }
-  OrphanPidFile(const OrphanPidFile&) = delete;
-  OrphanPidFile& operator=(const OrphanPidFile&) = delete;
-  const std::filesystem::path& path() const { return path_; }
+  ~ScopedEnvironment() { unsetenv(name_); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
 
  private:
-  std::filesystem::path path_;
+  const char* name_;
 };
 
 TEST_F(FuzzAttention, KernelThatForksThenCrashesIsACrashAtOnceEvenWithoutATimeout) {
@@ -224,17 +224,17 @@ TEST_F(FuzzAttention, KernelThatForksThenCrashesIsACrashAtOnceEvenWithoutATimeou
 }
 
 TEST_F(FuzzAttention, ProcessesAKernelStartsDoNotOutliveTheRun) {
-  const OrphanPidFile pid_file(path("orphan.pid"));
+  const ScopedEnvironment pid_file("FAULT_PID_FILE", path("orphan.pid").string());
   const RunResult result =
       run_matrix(kFourCases, "--kernel-lib " + quoted(ATTNFUZZ_FAULT_ORPHAN_PLUGIN));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
-  const long orphan = wait_for_pid_in(pid_file.path(), 1.0);
+  const long orphan = wait_for_pid_in(path("orphan.pid"), 1.0);
   ASSERT_GT(orphan, 0) << "the plugin started no process";
   EXPECT_TRUE(gone_within(orphan, 10.0)) << "process " << orphan << " outlived the run";
 }
 
 TEST_F(FuzzAttention, ProcessesAKernelStartsDoNotOutliveAHarnessKilledWithSigkill) {
-  const OrphanPidFile pid_file(path("orphan.pid"));
+  const ScopedEnvironment pid_file("FAULT_PID_FILE", path("orphan.pid").string());
   const std::filesystem::path matrix = write("orphan.json", R"({"name": "o", "cases": [
     {"batch": 1, "heads": 2, "seq_len_q": 70, "seq_len_k": 97},
     {"batch": 4, "heads": 8, "seq_len": [400, 401, 402, 403, 404, 405]}]})");
@@ -242,7 +242,7 @@ TEST_F(FuzzAttention, ProcessesAKernelStartsDoNotOutliveAHarnessKilledWithSigkil
       {"--configs", matrix.string(), "--kernel-lib", ATTNFUZZ_FAULT_ORPHAN_PLUGIN, "--quiet"},
       path("run.log"));
   ASSERT_GT(pid, 0);
-  const long orphan = wait_for_pid_in(pid_file.path(), 120.0);
+  const long orphan = wait_for_pid_in(path("orphan.pid"), 120.0);
   ASSERT_GT(orphan, 0) << read_file(path("run.log"));
   kill(pid, SIGKILL);
   int status = 0;
@@ -307,18 +307,10 @@ TEST_F(FuzzAttention, PluginThatCrashesWhileLoadingIsAHarnessErrorNamingTheFile)
   EXPECT_THAT(result.out, Not(HasSubstr(" passed, ")));
 }
 
-// The faulty plugins misbehave on every case while this is in scope (the property search's
-// cases are random; seq_len_k 97 would be rare).
-class FaultOnEveryCase {
- public:
-  FaultOnEveryCase() { setenv("FAULT_EVERY_CASE", "1", 1); }
-  ~FaultOnEveryCase() { unsetenv("FAULT_EVERY_CASE"); }
-  FaultOnEveryCase(const FaultOnEveryCase&) = delete;
-  FaultOnEveryCase& operator=(const FaultOnEveryCase&) = delete;
-};
-
+// The faulty plugins misbehave on every case while FAULT_EVERY_CASE is set (the property
+// search's cases are random; seq_len_k 97 would be rare).
 TEST_F(FuzzAttention, PropertySearchOnACrashingKernelFailsSavesTheMinimalCaseAndSummarizes) {
-  const FaultOnEveryCase everywhere;
+  const ScopedEnvironment everywhere("FAULT_EVERY_CASE", "1");
   const RunResult result =
       run("--properties --budget 10 --property matches_oracle --property determinism "
           "--kernel-lib " +
@@ -335,7 +327,7 @@ TEST_F(FuzzAttention, PropertySearchOnACrashingKernelFailsSavesTheMinimalCaseAnd
 }
 
 TEST_F(FuzzAttention, PropertySearchStopsAHangingKernelWithinItsBudget) {
-  const FaultOnEveryCase everywhere;
+  const ScopedEnvironment everywhere("FAULT_EVERY_CASE", "1");
   const auto started = std::chrono::steady_clock::now();
   const RunResult result = run("--properties --budget 3 --property matches_oracle --kernel-lib " +
                                quoted(ATTNFUZZ_FAULT_HANG_PLUGIN) + " --regressions " +
