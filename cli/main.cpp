@@ -244,8 +244,6 @@ int replay_properties(const HarnessOptions& options, const RunSettings& settings
   return failed ? kExitFail : kExitPass;
 }
 
-CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char** argv);
-
 int search_properties(const HarnessOptions& options, const RunSettings& settings,
                       const PropertyChecker& checker) {
   if (!(options.budget > 0.0 && options.budget <= kMaxBudgetSeconds)) {
@@ -281,6 +279,9 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
 void list_properties(std::ostream& out) {
   for (const PropertyInfo& info : kProperties) out << info.name << ": " << info.sentence << "\n";
 }
+
+// How the cases of this run are run (below): the property mode's workers start as a matrix run's.
+CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char** argv);
 
 // --properties: the search, or with --replay the check of saved cases. Each check runs contained
 // in a worker, as the matrix runner's cases do, unless --in-process asks otherwise.
