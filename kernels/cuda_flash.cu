@@ -118,6 +118,19 @@ __device__ inline std::uint32_t load_pair(const std::uint16_t* shared) {
   return *reinterpret_cast<const std::uint32_t*>(shared);
 }
 
+// scores += Q K^T for one n8 tile of keys, `key_row` this lane's key row in the staged K tile: the
+// B operand (K^T, "col") pairs are consecutive head_dim elements of that row.
+template <typename Traits, int kDimSteps>
+__device__ inline void add_key_tile_scores(float (&scores)[4],
+                                           const std::uint32_t (&q_fragment)[kDimSteps][4],
+                                           const std::uint16_t* key_row) {
+#pragma unroll
+  for (int step = 0; step < kDimSteps; ++step) {
+    Traits::mma(scores, q_fragment[step], load_pair(key_row + step * 16),
+                load_pair(key_row + step * 16 + 8));
+  }
+}
+
 // Copies `rows` rows of head_dim elements into a shared tile with row stride kHeadDim + kPadding;
 // rows from `valid_rows` on are zero (never read from global memory).
 template <int kHeadDim, int kRows>
@@ -264,12 +277,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
 #pragma unroll
       for (int tile = 0; tile < kKeyTiles; ++tile) {
         float scores[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const std::uint16_t* key_row = k_tile + (tile * 8 + group) * kStride + 2 * quad_lane;
-#pragma unroll
-        for (int step = 0; step < kDimSteps; ++step) {
-          Traits::mma(scores, q_fragment[step], load_pair(key_row + step * 16),
-                      load_pair(key_row + step * 16 + 8));
-        }
+        add_key_tile_scores<Traits>(scores, q_fragment,
+                                    k_tile + (tile * 8 + group) * kStride + 2 * quad_lane);
         discarded += scores[0] + scores[1] + scores[2] + scores[3];
       }
     }
@@ -290,18 +299,14 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
                                  problem.v_strides.seq, cols, params.vector_loads);
     if (plant != PlantedBug::missing_syncthreads) __syncthreads();  // the tiles are in place
 
-    // S = Q K^T: B operand (K^T, "col") pairs are consecutive head_dim elements of one key row.
+    // S = Q K^T.
     float scores[kKeyTiles][4];
 #pragma unroll
     for (int tile = 0; tile < kKeyTiles; ++tile) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) scores[tile][e] = 0.0f;
-      const std::uint16_t* key_row = k_tile + (tile * 8 + group) * kStride + 2 * quad_lane;
-#pragma unroll
-      for (int step = 0; step < kDimSteps; ++step) {
-        Traits::mma(scores[tile], q_fragment[step], load_pair(key_row + step * 16),
-                    load_pair(key_row + step * 16 + 8));
-      }
+      add_key_tile_scores<Traits>(scores[tile], q_fragment,
+                                  k_tile + (tile * 8 + group) * kStride + 2 * quad_lane);
     }
 
     // Scale and mask; element e of an n8 tile is row (e / 2), column 2 * quad_lane + (e % 2).

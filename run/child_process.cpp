@@ -49,6 +49,12 @@ int open_pidfd(pid_t pid) {
   return -1;
 }
 
+bool process_has_ended(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
+
 void kill_process_group(pid_t pid) {
   if (pid <= 0) return;
   kill(-pid, SIGKILL);
@@ -105,10 +111,7 @@ ChildRun run_child(const std::vector<std::string>& argv, double timeout_seconds)
         run.output.erase(0, run.output.size() - kKeptOutputBytes);
       }
     }
-    // Whether it ended: waitid without reaping, so that its group can still be killed safely.
-    siginfo_t info{};
-    ended = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            info.si_pid == pid;
+    ended = process_has_ended(pid);
   }
   kill_process_group(pid);
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -18,6 +18,10 @@ std::string describe_wait_status(int status);
 // where the kernel has none: the caller then checks with waitpid(WNOHANG) at intervals.
 int open_pidfd(pid_t pid);
 
+// Whether child `pid` has ended, without reaping it (waitid with WNOWAIT): its id stays reserved,
+// so that its process group can still be killed safely before it is reaped.
+bool process_has_ended(pid_t pid);
+
 // SIGKILL to the process group `pid` leads and to `pid` itself: the process and whatever it started
 // (that stayed in its group). Call it before reaping `pid`, while its id cannot be reused.
 void kill_process_group(pid_t pid);

@@ -41,17 +41,18 @@ ResultStream::ResultStream(const std::filesystem::path& path, const std::set<std
                        "; it is left as it was (name a new file, or --resume a stream of this "
                        "run)");
   };
+  std::vector<nlohmann::json> records;
   try {
-    for (const nlohmann::json& record : read_result_stream(path)) {
-      const nlohmann::json* id = record.contains("case_id") ? &record["case_id"] : nullptr;
-      if (id == nullptr || !id->is_string() || case_ids.count(id->get<std::string>()) == 0) {
-        refuse("holds a record of another run (case " +
-               (id == nullptr ? std::string("?") : id->dump()) + ", not a case of this run)");
-      }
-    }
+    records = parse_result_stream(text, path.string());
   } catch (const HarnessError& error) {
-    if (fd_ < 0) throw;
     refuse(std::string("is not a result stream: ") + error.what());
+  }
+  for (const nlohmann::json& record : records) {
+    const nlohmann::json* id = record.contains("case_id") ? &record["case_id"] : nullptr;
+    if (id == nullptr || !id->is_string() || case_ids.count(id->get<std::string>()) == 0) {
+      refuse("holds a record of another run (case " +
+             (id == nullptr ? std::string("?") : id->dump()) + ", not a case of this run)");
+    }
   }
   if (complete < text.size() && text[complete] != '{') {
     refuse("ends in a line that is not the start of a record");

@@ -266,13 +266,6 @@ WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& s
   return loss;
 }
 
-// Whether the worker has ended (without reaping it: its id stays reserved for the group kill).
-bool has_ended(const Worker& worker) {
-  siginfo_t info{};
-  return waitid(P_PID, static_cast<id_t>(worker.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-         info.si_pid == worker.pid;
-}
-
 // Kills whatever is left of the worker's group, reaps the worker and closes its descriptors;
 // returns its wait status. The output still in its pipe is read first.
 int reap(Worker& worker) {
@@ -327,7 +320,7 @@ class WorkerPool::Supervisor {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(kExitGraceSeconds));
     for (Worker& worker : workers_) {
-      while (worker.pid > 0 && !has_ended(worker) && Clock::now() < deadline) {
+      while (worker.pid > 0 && !process_has_ended(worker.pid) && Clock::now() < deadline) {
         pollfd watched{worker.pidfd, POLLIN, 0};
         poll(&watched, worker.pidfd >= 0 ? 1 : 0, kLifeCheckMs);
       }
@@ -448,7 +441,7 @@ class WorkerPool::Supervisor {
       Worker& worker = *owners[slot];
       if (watched[3 * slot + 1].revents != 0) drain_output(worker);
       if (watched[3 * slot].revents != 0) read_answers(worker);
-      if (worker.pid > 0 && has_ended(worker)) {
+      if (worker.pid > 0 && process_has_ended(worker.pid)) {
         read_answers(worker);  // what it said before it ended
         if (worker.pid > 0) worker_ended(worker);
       }
