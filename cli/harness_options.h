@@ -34,6 +34,21 @@ namespace attnfuzz {
   X(OPTION, std::string, regressions, "--regressions", "corpus/regressions",                       \
     "Folder where --properties saves each minimal failing case")                                   \
   X(FLAG, bool, list_properties, "--list-properties", false, "List the properties, then exit")     \
+  X(FLAG, bool, bench, "--bench", false,                                                           \
+    "Also time each case that passes (the performance gate); default matrix: corpus/matrix/"       \
+    "bench.json")                                                                                  \
+  X(OPTION, int, bench_rounds, "--bench-rounds", 5,                                                \
+    "With --bench: time each case in this many rounds, spread over the run")                       \
+  X(OPTION, double, bench_seconds, "--bench-seconds", 2.0,                                         \
+    "With --bench: seconds of timed repetitions per case at most (over all its rounds)")           \
+  X(OPTION, double, bench_ci, "--bench-ci", 0.02,                                                  \
+    "With --bench: stop timing a case once its median's 95% interval is this narrow (fraction)")   \
+  X(OPTION, std::string, baseline, "--baseline", "",                                               \
+    "With --bench: an earlier --bench --json report; a case slower than --max-slowdown fails")     \
+  X(OPTION, double, max_slowdown, "--max-slowdown", 0.03,                                          \
+    "With --baseline: the slowdown allowed (0.03: 3%), exceeded at 95% confidence to fail")        \
+  X(FLAG, bool, compare_anyway, "--compare-anyway", false,                                         \
+    "With --baseline: compare with a baseline of another device, driver or matrix (else exit 3)")  \
   X(SHARED_OPTION, std::string, backend, "--backend", "auto",                                      \
     "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                  \
   X(SHARED_OPTION, std::string, oracle, "--oracle", "auto",                                        \

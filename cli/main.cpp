@@ -21,14 +21,20 @@
 #include "core/exit_codes.h"
 #include "core/harness_error.h"
 #include "core/json_text.h"
+#include "core/number_text.h"
 #include "core/text.h"
 #include "fuzz/contained_property_check.h"
 #include "fuzz/properties.h"
+#include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
 #include "matrix/case_file.h"
 #include "matrix/matrix_file.h"
+#include "perf/baseline.h"
+#include "perf/machine_state.h"
 #include "report/build_info.h"
 #include "report/report_writers.h"
+#include "run/bench_gate.h"
+#include "run/bench_rounds.h"
 #include "run/case_runner.h"
 #include "run/case_worker.h"
 #include "run/child_process.h"
@@ -41,6 +47,7 @@ namespace attnfuzz {
 namespace {
 
 constexpr std::string_view kDefaultMatrix = "pr.json";
+constexpr std::string_view kDefaultBenchMatrix = "bench.json";
 // The largest values the limits take: about 11.6 days, a year, and 1 PiB.
 constexpr double kMaxCaseTimeoutSeconds = 1e6;
 constexpr double kMaxBudgetSeconds = 3.2e7;
@@ -118,7 +125,8 @@ RunPlan plan_of(const HarnessOptions& options) {
     return replay_plan(options.replay);
   }
   RunPlan plan;
-  plan.matrix = options.configs.empty() ? load_built_in_matrix(std::string(kDefaultMatrix))
+  const std::string_view built_in = options.bench ? kDefaultBenchMatrix : kDefaultMatrix;
+  plan.matrix = options.configs.empty() ? load_built_in_matrix(std::string(built_in))
                                         : load_matrix_file(options.configs);
   return plan;
 }
@@ -143,6 +151,8 @@ std::string replay_command(const HarnessOptions& options, const RunSettings& set
   command.case_id = id;
   command.kernel = result.kernel_name;
   command.plant = result.plant;
+  command.bench = options.bench;
+  command.baseline = options.baseline;
   return replay_command_line(command);
 }
 
@@ -470,18 +480,111 @@ CaseRunOutcome run_showing_progress(const HarnessOptions& options, const CaseRun
   return outcome;
 }
 
-// Runs the cases and returns the summarized report (its exit code included).
-RunReport run_and_report(const HarnessOptions& options, const RunPlan& plan,
-                         const CaseRunner& runner, const std::vector<AttentionCase>& cases,
-                         const CaseRunSettings& case_run) {
-  RunReport report = start_report(plan.matrix, runner.settings());
+// The device and driver a --bench run's timings belong to: the GPU and its driver when the run's
+// kernel runs on one, else the CPU model with the thread count (which changes a CPU kernel's
+// speed).
+BenchIdentity bench_identity(const CaseMatrix& matrix, const CaseRunner& runner,
+                             const std::vector<AttentionCase>& cases,
+                             const RunEnvironment& environment) {
+  BenchIdentity identity;
+  identity.matrix_name = matrix.name;
+  const AttentionKernel* kernel =
+      find_kernel(runner.kernel_for(cases.empty() ? AttentionCase{} : cases.front()));
+  if (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device) {
+    identity.device = cuda_device_status().description;
+    const GpuState gpu = read_gpu_state();
+    identity.driver =
+        gpu.available ? gpu.driver_version : "unknown (" + gpu.unavailable_reason + ")";
+  } else {
+    identity.device =
+        environment.host_cpu + ", " + std::to_string(environment.threads) + " threads";
+    identity.driver = "none";
+  }
+  return identity;
+}
+
+// --bench: what the run's report says of the measurement before it starts, and the baseline, read
+// and checked to be comparable (else exit 3 before any case runs, unless --compare-anyway).
+struct BenchStart {
+  BenchReport report;
+  std::optional<Baseline> baseline;
+};
+
+BenchStart start_bench(const HarnessOptions& options, const RunPlan& plan, const CaseRunner& runner,
+                       const std::vector<AttentionCase>& cases, const RunEnvironment& environment) {
+  BenchStart start;
+  BenchReport& bench = start.report;
+  bench.settings = runner.settings().bench;
+  bench.max_slowdown = options.max_slowdown;
+  bench.identity = bench_identity(plan.matrix, runner, cases, environment);
+  bench.machine_before = machine_state_now();
+  if (std::optional<std::string> warning = cpu_load_warning(read_cpu_state())) {
+    bench.warnings.push_back(*warning);
+  }
+  if (!options.resume.empty()) {
+    throw HarnessError(
+        "--resume does not go with --bench: an interrupted run's timings were taken "
+        "at another time, under another load; run the benchmark whole");
+  }
+  if (options.baseline.empty()) return start;
+  start.baseline = load_baseline(options.baseline);
+  bench.baseline_path = options.baseline;
+  bench.identity_mismatches = identity_mismatches(start.baseline->identity, bench.identity);
+  if (!bench.identity_mismatches.empty()) {
+    if (!options.compare_anyway) {
+      throw HarnessError("--baseline " + options.baseline +
+                         " was timed elsewhere, its timings do not compare with this run's: " +
+                         join_names(bench.identity_mismatches, "; ") +
+                         " (--compare-anyway compares them all the same)");
+    }
+    bench.warnings.push_back("compared anyway with a baseline timed elsewhere: " +
+                             join_names(bench.identity_mismatches, "; "));
+  }
+  return start;
+}
+
+// The lines under the run header of a --bench run: how cases are timed, against what, and any
+// warning about the machine.
+void print_bench_header(std::ostream& out, const BenchReport& bench) {
+  out << "bench: each passing case timed in " << bench.settings.rounds << " rounds of up to "
+      << significant_digits(bench.settings.seconds_per_case / bench.settings.rounds, 3)
+      << " s, each until its median's 95% interval is within "
+      << significant_digits(bench.settings.target_ci_width * 100, 3) << "%; device "
+      << bench.identity.device << ", driver " << bench.identity.driver << "\n";
+  if (!bench.baseline_path.empty()) {
+    out << "bench: against the baseline " << bench.baseline_path << ", a case slower by more than "
+        << significant_digits(bench.max_slowdown * 100, 3) << "% at 95% confidence fails\n";
+  }
+  for (const std::string& warning : bench.warnings) out << "bench: warning: " << warning << "\n";
+}
+
+// --bench, once every case has run: the later timing rounds, the gate's verdicts, the machine's
+// state after, and the performance table.
+void finish_bench(const HarnessOptions& options, const CaseRunner& runner,
+                  const CaseRunSettings& case_run, const BenchGate& gate, RunReport& report) {
+  BenchReport& bench = *report.bench;
+  run_later_rounds(runner, case_run, bench.settings.rounds, report.results, [&](int round) {
+    std::cout << "bench: timing round " << round << " of " << bench.settings.rounds << "\n"
+              << std::flush;
+  });
+  for (CaseResult& result : report.results) gate.judge(result);
+  bench.machine_after = machine_state_now();
+  gate.tally(report.results, bench);
+  write_performance_table(std::cout, report, options.quiet);
+}
+
+// Runs the cases into `report` (begun by start_report) and summarizes it (exit code included).
+void run_and_report(const HarnessOptions& options, const CaseRunner& runner,
+                    const std::vector<AttentionCase>& cases, const CaseRunSettings& case_run,
+                    const BenchGate* gate, RunReport& report) {
   const auto started = std::chrono::steady_clock::now();
   print_run_header(std::cout, options, cases.size(), report, case_run);
+  if (report.bench) print_bench_header(std::cout, *report.bench);
   report.results = run_showing_progress(options, runner, cases, case_run).results;
+  if (gate != nullptr) finish_bench(options, runner, case_run, *gate, report);
   report.summary.wall_seconds = seconds_since(started);
   summarize(report);
   if (options.fail_on_skip) apply_fail_on_skip(report, std::cout);
-  return report;
 }
 
 // Under "replay a failing case:", the command that replays each failing case.
@@ -558,7 +661,14 @@ int run_matrix(const HarnessOptions& options, const RunSettings& settings, int a
   const CaseRunSettings case_run = case_run_settings(options, argc, argv);
   check_outputs(options);
 
-  const RunReport report = run_and_report(options, plan, runner, cases, case_run);
+  RunReport report = start_report(plan.matrix, settings);
+  std::optional<BenchGate> gate;
+  if (options.bench) {
+    BenchStart bench = start_bench(options, plan, runner, cases, report.environment);
+    report.bench = std::move(bench.report);
+    gate.emplace(std::move(bench.baseline), options.max_slowdown);
+  }
+  run_and_report(options, runner, cases, case_run, gate ? &*gate : nullptr, report);
   const ReplayOf replay_of = [&](const CaseResult& result) {
     return replay_command(options, settings, plan, result);
   };
@@ -585,6 +695,7 @@ int run(int argc, char** argv) {
   if (options.worker) {
     const CaseRunner runner(settings);
     return serve_requests([&](const AttentionCase& attention_case, const nlohmann::json& request) {
+      if (is_timing_request(request)) return answer_timing_request(runner, attention_case);
       return ContainedPropertyCheck::is_property_request(request)
                  ? ContainedPropertyCheck::answer_property_request(attention_case, request,
                                                                    settings)

@@ -12,6 +12,9 @@ namespace {
 
 // More runs than this are a typo rather than a plan: each run costs a whole kernel call per case.
 constexpr int kMaxRepeats = 1000;
+// An hour of timing per case is more than any gate needs; past it, a typo.
+constexpr double kMaxBenchSeconds = 3600;
+constexpr int kMaxBenchRounds = 100;
 
 }  // namespace
 
@@ -52,6 +55,38 @@ std::string load_kernel_lib(const std::string& path) {
   }
 }
 
+BenchSettings bench_settings_of(const HarnessOptions& options) {
+  const bool bench_flag_without_bench =
+      !options.bench && (!options.baseline.empty() || options.compare_anyway);
+  if (bench_flag_without_bench) throw HarnessError("--baseline and --compare-anyway need --bench");
+  if (options.bench && options.properties) {
+    throw HarnessError("--bench times the cases of a matrix; it does not go with --properties");
+  }
+  if (!(options.bench_seconds > 0 && options.bench_seconds <= kMaxBenchSeconds)) {
+    throw HarnessError("--bench-seconds: must be more than 0 and at most " +
+                       std::to_string(int(kMaxBenchSeconds)) + ", got " +
+                       std::to_string(options.bench_seconds));
+  }
+  if (options.bench_rounds < 1 || options.bench_rounds > kMaxBenchRounds) {
+    throw HarnessError("--bench-rounds: must be from 1 to " + std::to_string(kMaxBenchRounds) +
+                       ", got " + std::to_string(options.bench_rounds));
+  }
+  if (!(options.bench_ci > 0 && options.bench_ci <= 1)) {
+    throw HarnessError("--bench-ci: must be a fraction of the median above 0 and at most 1, got " +
+                       std::to_string(options.bench_ci));
+  }
+  if (!(options.max_slowdown >= 0 && options.max_slowdown <= 10)) {
+    throw HarnessError("--max-slowdown: must be a fraction from 0 to 10 (0.03 is 3%), got " +
+                       std::to_string(options.max_slowdown));
+  }
+  BenchSettings bench;
+  bench.enabled = options.bench;
+  bench.rounds = options.bench_rounds;
+  bench.seconds_per_case = options.bench_seconds;
+  bench.target_ci_width = options.bench_ci;
+  return bench;
+}
+
 RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel) {
   RunSettings settings;
   settings.backend = parse_backend(options.backend);
@@ -65,6 +100,7 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   }
   settings.repeats = options.repeats;
   settings.allow_nondeterminism = options.allow_nondeterminism;
+  settings.bench = bench_settings_of(options);
   return settings;
 }
 

@@ -25,9 +25,13 @@ void apply_thread_count(int threads);
 // same plugin is an error) and returns the name of the kernel it reports; "" for an empty path.
 std::string load_kernel_lib(const std::string& path);
 
+// --bench, --bench-rounds, --bench-seconds, --bench-ci (and that --baseline and --compare-anyway
+// come with --bench, and --max-slowdown is sane). Throws HarnessError.
+BenchSettings bench_settings_of(const HarnessOptions& options);
+
 // The run settings the flags name: --backend, --oracle, --plant, --kernel-lib (loaded already by
-// load_kernel_lib, which returned `plugin_kernel`) and the kernel: --kernel when given, else the
-// plugin's kernel, else none (each case's own, or the backend's default).
+// load_kernel_lib, which returned `plugin_kernel`), the kernel (--kernel when given, else the
+// plugin's kernel, else none: each case's own, or the backend's default) and --bench's.
 RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel);
 
 }  // namespace attnfuzz

@@ -19,16 +19,31 @@ std::size_t draw_index(std::uint64_t& state, std::size_t size) {
 }
 
 double median_of(std::vector<double>& values) {
-  std::sort(values.begin(), values.end());
-  return percentile(values, 0.5);
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  if (values.size() % 2 == 1) return *middle;
+  return (*std::max_element(values.begin(), middle) + *middle) / 2;  // type 7 at 0.5
 }
 
-// The median of a resample of `sample` with replacement, into `scratch`.
-double resampled_median(std::span<const double> sample, std::uint64_t& state,
+// The median of a hierarchical resample of `rounds` into `scratch`: as many rounds as there are,
+// drawn with replacement, and from each drawn round as many repetitions as it has, drawn with
+// replacement.
+double resampled_median(const TimingRounds& rounds, std::uint64_t& state,
                         std::vector<double>& scratch) {
-  scratch.resize(sample.size());
-  for (double& value : scratch) value = sample[draw_index(state, sample.size())];
+  scratch.clear();
+  for (std::size_t draw = 0; draw < rounds.size(); ++draw) {
+    const std::vector<double>& round = rounds[draw_index(state, rounds.size())];
+    for (std::size_t repetition = 0; repetition < round.size(); ++repetition) {
+      scratch.push_back(round[draw_index(state, round.size())]);
+    }
+  }
   return median_of(scratch);
+}
+
+std::vector<double> pooled(const TimingRounds& rounds) {
+  std::vector<double> all;
+  for (const std::vector<double>& round : rounds) all.insert(all.end(), round.begin(), round.end());
+  return all;
 }
 
 // The 2.5% and 97.5% quantiles of `estimates`.
@@ -47,8 +62,8 @@ double percentile(std::span<const double> sorted, double fraction) {
   return sorted[below] + weight * (sorted[above] - sorted[below]);
 }
 
-TimingSummary summarize_timings(std::span<const double> milliseconds, std::uint64_t seed) {
-  std::vector<double> sorted(milliseconds.begin(), milliseconds.end());
+TimingSummary summarize_timings(const TimingRounds& rounds, std::uint64_t seed) {
+  std::vector<double> sorted = pooled(rounds);
   std::sort(sorted.begin(), sorted.end());
   TimingSummary summary;
   summary.samples = static_cast<int>(sorted.size());
@@ -69,16 +84,28 @@ TimingSummary summarize_timings(std::span<const double> milliseconds, std::uint6
 
   std::uint64_t state = seed;
   std::vector<double> scratch, medians(kBootstrapResamples);
-  for (double& median : medians) median = resampled_median(sorted, state, scratch);
+  for (double& median : medians) median = resampled_median(rounds, state, scratch);
   std::tie(summary.ci95_median_low_ms, summary.ci95_median_high_ms) = central_95(medians);
   return summary;
 }
 
-RatioInterval median_ratio_interval(std::span<const double> baseline,
-                                    std::span<const double> current, std::uint64_t seed) {
-  std::vector<double> scratch(baseline.begin(), baseline.end());
+TimingSummary summarize_timings(std::span<const double> milliseconds, std::uint64_t seed) {
+  return summarize_timings(TimingRounds{{milliseconds.begin(), milliseconds.end()}}, seed);
+}
+
+std::pair<double, double> median_order_interval(std::span<const double> sorted) {
+  const double n = static_cast<double>(sorted.size());
+  const double half_width = 0.98 * std::sqrt(n);  // 1.96 standard deviations of Binomial(n, 1/2)
+  const auto low = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half_width)));
+  const auto high = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half_width)));
+  return {sorted[low], sorted[high]};
+}
+
+RatioInterval median_ratio_interval(const TimingRounds& baseline, const TimingRounds& current,
+                                    std::uint64_t seed) {
+  std::vector<double> scratch = pooled(baseline);
   const double baseline_median = median_of(scratch);
-  scratch.assign(current.begin(), current.end());
+  scratch = pooled(current);
   RatioInterval interval;
   interval.ratio = median_of(scratch) / baseline_median;
   std::uint64_t state = seed;
@@ -89,6 +116,12 @@ RatioInterval median_ratio_interval(std::span<const double> baseline,
   }
   std::tie(interval.low, interval.high) = central_95(ratios);
   return interval;
+}
+
+RatioInterval median_ratio_interval(std::span<const double> baseline,
+                                    std::span<const double> current, std::uint64_t seed) {
+  return median_ratio_interval(TimingRounds{{baseline.begin(), baseline.end()}},
+                               TimingRounds{{current.begin(), current.end()}}, seed);
 }
 
 bool is_regression(const RatioInterval& interval, double max_slowdown) {

@@ -4,10 +4,18 @@
 // distribution: percentile bootstrap intervals, resampled with a fixed seed so that a report is
 // reproducible. Mean, standard deviation and CV are reported beside them, under the names the
 // seed's benchmark used.
+//
+// A shared machine also drifts: for seconds at a time everything runs 10-15% slower or faster
+// (measured on a 2-core cloud machine: cpu_flash's median moved that much between two runs of the
+// same build, and within one run from one second to the next). Repetitions taken back to back share
+// that state, so their spread says nothing of it. Timings are therefore taken in rounds spread over
+// the run, and the intervals resample rounds first, then repetitions within each round drawn (the
+// hierarchical bootstrap): the drift between rounds widens the interval, as it should.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace attnfuzz {
@@ -28,14 +36,29 @@ struct TimingSummary {
 // nearest ranks (the definition numpy and R call type 7). `sorted` is ascending and not empty.
 double percentile(std::span<const double> sorted, double fraction);
 
-// Every statistic of `milliseconds` (not empty); `seed` seeds the bootstrap.
+// Timings in rounds: each round a stretch of back-to-back repetitions, rounds apart in time.
+using TimingRounds = std::vector<std::vector<double>>;
+
+// Every statistic of the pooled repetitions of `rounds` (none empty, at least one), the median's
+// interval from the hierarchical bootstrap; `seed` seeds it.
+TimingSummary summarize_timings(const TimingRounds& rounds, std::uint64_t seed);
+// The same for one round of `milliseconds` (not empty).
 TimingSummary summarize_timings(std::span<const double> milliseconds, std::uint64_t seed);
 
-// The ratio of medians current / baseline, with its bootstrap 95% interval (each sample resampled
-// on its own, the ratio of the two resampled medians taken each time).
+// The distribution-free 95% interval of the median from order statistics: the sorted sample's
+// values at ranks n/2 -+ 0.98 sqrt(n) (the normal approximation to the binomial). Cheap enough to
+// recompute while timing goes on, to decide when to stop; reports give the bootstrap interval.
+// `sorted` is ascending and not empty.
+std::pair<double, double> median_order_interval(std::span<const double> sorted);
+
+// The ratio of pooled medians current / baseline, with its bootstrap 95% interval (each side
+// resampled on its own, rounds then repetitions, the ratio of the two resampled medians taken
+// each time).
 struct RatioInterval {
   double ratio = 1, low = 1, high = 1;
 };
+RatioInterval median_ratio_interval(const TimingRounds& baseline, const TimingRounds& current,
+                                    std::uint64_t seed);
 RatioInterval median_ratio_interval(std::span<const double> baseline,
                                     std::span<const double> current, std::uint64_t seed);
 

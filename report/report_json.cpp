@@ -8,6 +8,39 @@ namespace attnfuzz {
 
 using nlohmann::json;
 
+namespace {
+
+// A --bench run's section: how it measured, on what, against which baseline, with what verdicts.
+json bench_to_json(const BenchReport& bench) {
+  return {
+      {"settings",
+       {
+           {"seconds_per_case", bench.settings.seconds_per_case},
+           {"target_ci_width", bench.settings.target_ci_width},
+           {"min_repetitions", bench.settings.min_repetitions},
+           {"max_repetitions", bench.settings.max_repetitions},
+           {"warmup_seconds", bench.settings.warmup_seconds},
+           {"max_slowdown", bench.max_slowdown},
+       }},
+      {"identity", bench_identity_to_json(bench.identity)},
+      {"machine_before", bench.machine_before},
+      {"machine_after", bench.machine_after},
+      {"warnings", bench.warnings},
+      {"baseline", bench.baseline_path.empty()
+                       ? json(nullptr)
+                       : json{{"path", bench.baseline_path},
+                              {"identity_mismatches", bench.identity_mismatches},
+                              {"regressions", bench.regressions},
+                              {"improvements", bench.improvements},
+                              {"unchanged", bench.unchanged},
+                              {"not_in_baseline", bench.not_in_baseline},
+                              {"missing_cases", bench.missing_cases}}},
+      {"timed", bench.timed},
+  };
+}
+
+}  // namespace
+
 json run_to_json(const RunReport& report) {
   const RunSummary& summary = report.summary;
   const RunEnvironment& environment = report.environment;
@@ -18,7 +51,7 @@ json run_to_json(const RunReport& report) {
   json results = json::array();
   for (const CaseResult& result : report.results) results.push_back(case_to_json(result));
 
-  return {
+  json document = {
       {"summary",
        {
            {"matrix_name", summary.matrix_name},
@@ -46,6 +79,8 @@ json run_to_json(const RunReport& report) {
        }},
       {"results", results},
   };
+  if (report.bench) document["bench"] = bench_to_json(*report.bench);
+  return document;
 }
 
 }  // namespace attnfuzz

@@ -34,6 +34,53 @@ std::string code(const std::string& text) {
   return fence + cell(text) + close;
 }
 
+// A --bench run's section: the verdicts against the baseline, then every timed case's figures.
+void write_bench_markdown(std::ostream& out, const RunReport& report) {
+  const BenchReport& bench = *report.bench;
+  out << "\n### Performance\n\nDevice " << code(bench.identity.device) << ", driver "
+      << code(bench.identity.driver) << "; " << bench.timed << " cases timed";
+  if (!bench.baseline_path.empty()) {
+    out << " against " << code(bench.baseline_path) << " (a regression: slower by more than "
+        << significant_digits(bench.max_slowdown * 100, 3) << "% at 95% confidence): **"
+        << bench.regressions << " regressions**, " << bench.improvements << " improvements, "
+        << bench.unchanged << " unchanged, " << bench.not_in_baseline << " not in the baseline";
+  }
+  out << ".\n";
+  for (const std::string& warning : bench.warnings) out << "\n> warning: " << cell(warning) << "\n";
+  if (!bench.missing_cases.empty()) {
+    out << "\nIn the baseline, not timed in this run: "
+        << cell(join_names(bench.missing_cases, ", ")) << "\n";
+  }
+  out << "\n| case | shape | median ms | 95% CI ms | p95 ms | cv | GFLOP/s | GB/s | vs baseline |\n"
+      << "|---|---|---:|---|---:|---:|---:|---:|---|\n";
+  for (const CaseResult& result : report.results) {
+    if (!result.performance) continue;
+    const KernelPerformance& performance = *result.performance;
+    const TimingSummary& summary = performance.summary;
+    std::string verdict = "-";
+    if (performance.baseline) {
+      const BaselineComparison& baseline = *performance.baseline;
+      verdict = std::string(performance_verdict_name(baseline.verdict));
+      if (baseline.verdict != PerformanceVerdict::not_in_baseline) {
+        verdict += " ×" + fixed_decimals(baseline.ratio.ratio, 3) + " [" +
+                   fixed_decimals(baseline.ratio.low, 3) + ", " +
+                   fixed_decimals(baseline.ratio.high, 3) + "]";
+      }
+      if (baseline.verdict == PerformanceVerdict::regression) verdict = "**" + verdict + "**";
+    }
+    out << "| " << code(result.attention_case.id) << " | "
+        << cell(describe_case(result.attention_case)) << " | "
+        << significant_digits(summary.median_ms, 4) << " | "
+        << significant_digits(summary.ci95_median_low_ms, 4) << " – "
+        << significant_digits(summary.ci95_median_high_ms, 4) << " | "
+        << significant_digits(summary.p95_ms, 4) << " | " << fixed_decimals(summary.cv * 100, 1)
+        << "% | " << significant_digits(performance.throughput_gflops, 4) << " | "
+        << significant_digits(performance.bandwidth_gb_s, 4) << " | " << cell(verdict)
+        << (performance.suspect.empty() ? "" : " (suspect: " + cell(performance.suspect) + ")")
+        << " |\n";
+  }
+}
+
 }  // namespace
 
 std::string run_to_markdown(const RunReport& report,
@@ -61,6 +108,8 @@ std::string run_to_markdown(const RunReport& report,
           << " | " << cell(result.reason) << " | " << code(replay_of(result)) << " |\n";
     }
   }
+
+  if (report.bench) write_bench_markdown(out, report);
 
   const std::vector<std::pair<std::string, int>> skip_reasons = skip_reasons_by_count(report);
   if (!skip_reasons.empty()) {

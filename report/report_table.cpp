@@ -53,6 +53,59 @@ std::string status_label(CaseStatus status) {
   return "?";
 }
 
+// "1.23 ms (1.21 to 1.25)": a median with its 95% interval.
+std::string milliseconds_with_interval(double median, double low, double high) {
+  return significant_digits(median, 4) + " ms (95% " + significant_digits(low, 4) + " to " +
+         significant_digits(high, 4) + ")";
+}
+
+// The lines under a timed case's row: its timing statistics, and its verdict against the baseline.
+void write_performance(std::ostream& out, const KernelPerformance& performance) {
+  const TimingSummary& summary = performance.summary;
+  out << "    time: median "
+      << milliseconds_with_interval(summary.median_ms, summary.ci95_median_low_ms,
+                                    summary.ci95_median_high_ms)
+      << ", p95 " << significant_digits(summary.p95_ms, 4) << " ms, cv "
+      << fixed_decimals(summary.cv * 100, 1) << "%, " << summary.samples << " repetitions, "
+      << significant_digits(performance.throughput_gflops, 4) << " GFLOP/s, "
+      << significant_digits(performance.bandwidth_gb_s, 4) << " GB/s";
+  if (performance.roofline) {
+    out << ", " << fixed_decimals(performance.roofline->fraction_of_roof * 100, 1) << "% of the "
+        << performance.roofline->gpu << "'s "
+        << (performance.roofline->compute_bound ? "compute" : "bandwidth") << " roof";
+  }
+  out << '\n';
+  if (!performance.suspect.empty()) out << "    timing suspect: " << performance.suspect << '\n';
+  if (performance.baseline) {
+    const BaselineComparison& baseline = *performance.baseline;
+    out << "    against the baseline: ";
+    if (baseline.verdict == PerformanceVerdict::not_in_baseline) {
+      out << "not in it (a new or changed case)\n";
+    } else {
+      out << performance_verdict_name(baseline.verdict) << ", ratio "
+          << fixed_decimals(baseline.ratio.ratio, 3) << " (95% "
+          << fixed_decimals(baseline.ratio.low, 3) << " to "
+          << fixed_decimals(baseline.ratio.high, 3) << ") of its "
+          << significant_digits(baseline.baseline_median_ms, 4) << " ms\n";
+    }
+  }
+}
+
+// The --bench lines of the summary: what was timed and the baseline's verdicts.
+void write_bench_summary(std::ostream& out, const BenchReport& bench) {
+  out << "bench: " << bench.timed << " cases timed";
+  if (!bench.baseline_path.empty()) {
+    out << "; against " << printable(bench.baseline_path) << ": " << bench.regressions
+        << " regressions, " << bench.improvements << " improvements, " << bench.unchanged
+        << " unchanged, " << bench.not_in_baseline << " not in the baseline";
+  }
+  out << '\n';
+  if (!bench.missing_cases.empty()) {
+    out << "bench: timed in the baseline but not in this run: "
+        << printable(join_names(bench.missing_cases, ", ")) << '\n';
+  }
+}
+
 }  // namespace
 
 void write_table_header(std::ostream& out) {
@@ -84,6 +137,18 @@ void write_table_row(std::ostream& out, const CaseResult& result) {
   }
 }
 
+void write_performance_table(std::ostream& out, const RunReport& report, bool only_failures) {
+  bool first = true;
+  for (const CaseResult& result : report.results) {
+    if (!result.performance || (only_failures && result.status == CaseStatus::pass)) continue;
+    if (first) out << "\nperformance:\n";
+    first = false;
+    out << status_label(result.status) << ' ' << printable(result.attention_case.id) << ' '
+        << printable(result.kernel_name) << ' ' << describe_case(result.attention_case) << '\n';
+    write_performance(out, *result.performance);
+  }
+}
+
 void write_table_summary(std::ostream& out, const RunReport& report) {
   const RunSummary& summary = report.summary;
   out << summary.total << " cases: " << summary.passed << " passed, " << summary.failed
@@ -96,6 +161,8 @@ void write_table_summary(std::ostream& out, const RunReport& report) {
     out << "  " << count << " x " << (reason.empty() ? "(no reason given)" : printable(reason))
         << '\n';
   }
+
+  if (report.bench) write_bench_summary(out, *report.bench);
 
   out << summary.passed << " passed, " << summary.failed << " failed, " << summary.skipped
       << " skipped\n";

@@ -35,5 +35,8 @@ std::string run_to_html(const RunReport& report);
 void write_table_header(std::ostream& out);
 void write_table_row(std::ostream& out, const CaseResult& result);
 void write_table_summary(std::ostream& out, const RunReport& report);
+// --bench: each timed case's statistics and verdict against the baseline (with `only_failures`,
+// only of the cases that failed the gate).
+void write_performance_table(std::ostream& out, const RunReport& report, bool only_failures);
 
 }  // namespace attnfuzz

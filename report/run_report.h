@@ -1,11 +1,13 @@
 // A whole run: where it ran, every case's result, and the summary that decides the exit code.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/clock.h"
+#include "run/bench_gate.h"
 #include "run/case_result.h"
 
 namespace attnfuzz {
@@ -40,6 +42,7 @@ struct RunReport {
   RunEnvironment environment;
   RunSummary summary;
   std::vector<CaseResult> results;
+  std::optional<BenchReport> bench;  // a --bench run's measurement settings, machine and baseline
 };
 
 // Tallies results into summary counts and the exit code (0 pass, 1 fail, 2 nothing ran).

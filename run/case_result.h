@@ -2,11 +2,13 @@
 // Reports (stdout table, JSON, JUnit) are all rendered from this record.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "case/attention_case.h"
 #include "oracle/tolerance.h"
+#include "perf/kernel_performance.h"
 
 namespace attnfuzz {
 
@@ -42,6 +44,8 @@ struct CaseResult {
   double oracle_seconds = 0.0;
   double total_seconds = 0.0;
   std::string timestamp;  // UTC, ISO 8601, when the case finished
+  // --bench: how fast the kernel ran the case, once it passed; absent otherwise.
+  std::optional<KernelPerformance> performance;
 };
 
 }  // namespace attnfuzz

@@ -227,6 +227,7 @@ json case_to_json(const CaseResult& result) {
     record["skip_cause"] = std::string(skip_cause_name(result.skip_cause));
   }
   if (!result.output_tail.empty()) record["output_tail"] = result.output_tail;
+  if (result.performance) record["performance"] = performance_to_json(*result.performance);
   return record;
 }
 
@@ -272,6 +273,10 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
   result.oracle_seconds = number_at(timing, "/timing", "oracle_seconds");
   result.total_seconds = number_at(timing, "/timing", "total_seconds");
   result.timestamp = text_at(record, "", "timestamp");
+  if (const auto performance = record.find("performance");
+      performance != record.end() && !performance->is_null()) {
+    result.performance = performance_from_json(*performance);
+  }
   return result;
 }
 

@@ -17,6 +17,7 @@
 #include "oracle/tolerance.h"
 #include "run/device_staging.h"
 #include "run/guarded_output.h"
+#include "run/kernel_timer.h"
 #include "run/repeat_difference.h"
 
 namespace attnfuzz {
@@ -129,6 +130,15 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
   }
 }
 
+KernelPerformance CaseRunner::time_round(const AttentionCase& attention_case) const {
+  const KernelChoice choice = choose_kernel(attention_case);
+  if (choice.kernel == nullptr) throw std::runtime_error(choice.skip_reason);
+  const AttentionProblem problem = problem_of(attention_case);
+  const AttentionInputs inputs =
+      generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
+  return time_kernel(*choice.kernel, problem, inputs, settings_.plant, settings_.bench);
+}
+
 CaseResult CaseRunner::unfinished_result(const AttentionCase& attention_case, CaseStatus status,
                                          std::string reason) const {
   CaseResult result;
@@ -231,6 +241,17 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   if (result.comparison.inconclusive) {
     result.skip_cause = SkipCause::inconclusive;
     return finish(CaseStatus::skip, result.comparison.reason);
+  }
+  // Only a kernel that computed the case right is timed: a wrong kernel's speed means nothing.
+  if (settings_.bench.enabled) {
+    try {
+      result.performance =
+          time_kernel(*choice.kernel, problem, inputs, settings_.plant, settings_.bench);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& error) {
+      return finish(CaseStatus::fail, std::string("while timing: ") + error.what());
+    }
   }
   return finish(CaseStatus::pass, "");
 }

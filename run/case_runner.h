@@ -6,6 +6,7 @@
 
 #include "case/data_distribution.h"
 #include "kernels/attention_kernel.h"
+#include "perf/kernel_performance.h"
 #include "run/case_result.h"
 #include "run/guarded_output.h"
 
@@ -27,6 +28,8 @@ struct RunSettings {
   // with allow_nondeterminism each run is judged against the oracle on its own instead.
   int repeats = 2;
   bool allow_nondeterminism = false;
+  // fuzz_attention --bench: a case that passes is then timed (run/kernel_timer.h).
+  BenchSettings bench;
 };
 
 std::string_view backend_name(Backend backend);
@@ -54,6 +57,10 @@ class CaseRunner {
 
   // A case that runs out of memory (std::bad_alloc anywhere in it) is skipped with that reason.
   CaseResult run(const AttentionCase& attention_case) const;
+
+  // One timing round of the case's kernel (run/kernel_timer.h), without the correctness check (it
+  // passed in its first round). Throws std::runtime_error when the kernel cannot run or fails.
+  KernelPerformance time_round(const AttentionCase& attention_case) const;
 
   // Which kernel runs the case, or why none can (no GPU, not in this build, unsupported shape).
   KernelChoice choose_kernel(const AttentionCase& attention_case) const;

@@ -36,6 +36,8 @@ std::string replay_command_line(const ReplayCommand& command) {
   if (command.oracle != OracleChoice::auto_select) {
     add("--oracle", oracle_choice_name(command.oracle));
   }
+  if (command.bench) line += " --bench";
+  if (command.bench && !command.baseline.empty()) add("--baseline", command.baseline);
   return line;
 }
 

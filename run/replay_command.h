@@ -14,6 +14,7 @@ namespace attnfuzz {
 // when not fuzz_attention's default), in this order:
 //   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L]
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
+//                  [--bench [--baseline F]]
 struct ReplayCommand {
   std::string property;                // the property search: --properties --property NAME
   std::string replay;                  // a case file (or folder) holding the case: --replay FILE
@@ -24,6 +25,8 @@ struct ReplayCommand {
   std::string plant = "none";          // --plant NAME, unless none
   Backend backend = Backend::auto_select;           // --backend NAME, unless auto
   OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
+  bool bench = false;                               // --bench: a case that failed the gate
+  std::string baseline;                             // --baseline FILE, with bench
 };
 
 // The parts of a replay that come from the run's settings: kernel (as the settings name it),

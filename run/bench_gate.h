@@ -1,0 +1,52 @@
+// The performance gate of fuzz_attention --bench --baseline FILE: each timed case is judged
+// against the baseline's timings of the same case as it finishes (a regression fails the case,
+// so every report and the exit code carry it), and the run's summary says what was compared,
+// on which machine, and what the baseline had that this run did not.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "perf/baseline.h"
+#include "perf/kernel_performance.h"
+#include "run/case_result.h"
+
+namespace attnfuzz {
+
+// What a --bench run's report says about the run as a whole.
+struct BenchReport {
+  BenchSettings settings;
+  double max_slowdown = 0.03;
+  BenchIdentity identity;
+  nlohmann::json machine_before, machine_after;  // {"cpu": ..., "gpu": ...}
+  std::vector<std::string> warnings;             // a loaded CPU, a baseline compared anyway
+  std::string baseline_path;                     // empty: no baseline
+  std::vector<std::string> identity_mismatches;  // the baseline's and this run's, compared anyway
+  std::vector<std::string> missing_cases;        // timed in the baseline, not in this run
+  int timed = 0, regressions = 0, improvements = 0, unchanged = 0, not_in_baseline = 0;
+};
+
+// The CPU's and (where NVML answers) the GPU's state now, as JSON: {"cpu": {...}, "gpu": {...}}.
+nlohmann::json machine_state_now();
+
+class BenchGate {
+ public:
+  BenchGate(std::optional<Baseline> baseline, double max_slowdown)
+      : baseline_(std::move(baseline)), max_slowdown_(max_slowdown) {}
+
+  // Compares a timed case with the baseline's same case (same id, same config); a regression turns
+  // the passing case into a failure whose reason gives the figures.
+  void judge(CaseResult& result) const;
+
+  // Counts the verdicts of `results` into `report` and lists the baseline's cases they lack.
+  void tally(const std::vector<CaseResult>& results, BenchReport& report) const;
+
+ private:
+  std::optional<Baseline> baseline_;
+  double max_slowdown_;
+};
+
+}  // namespace attnfuzz

@@ -1,0 +1,30 @@
+// The later timing rounds of fuzz_attention --bench (perf/kernel_performance.h, BenchSettings):
+// after every case has run, passed and been timed once, each timed case is timed again, round
+// after round, contained in the workers as its first run was. Spreading a case's rounds over the
+// whole run puts the machine's drift between them, where the gate's interval sees it.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run/case_result.h"
+#include "run/case_runner.h"
+#include "run/run_cases.h"
+
+namespace attnfuzz {
+
+// Whether a worker request asks for a timing round (the request carries "bench_round").
+bool is_timing_request(const nlohmann::json& request);
+
+// The worker's answer to a timing request: {"performance": ...} or {"error": "..."}.
+nlohmann::json answer_timing_request(const CaseRunner& runner, const AttentionCase& attention_case);
+
+// Times every result that carries a performance record `rounds - 1` more times, adding each round
+// to it. A case whose kernel fails, crashes or hangs in a later round fails, with the round named.
+// `on_round` is told each round as it begins (for progress).
+void run_later_rounds(const CaseRunner& runner, const CaseRunSettings& settings, int rounds,
+                      std::vector<CaseResult>& results, const std::function<void(int)>& on_round);
+
+}  // namespace attnfuzz
