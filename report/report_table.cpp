@@ -146,6 +146,8 @@ void write_performance_table(std::ostream& out, const RunReport& report, bool on
     out << status_label(result.status) << ' ' << printable(result.attention_case.id) << ' '
         << printable(result.kernel_name) << ' ' << describe_case(result.attention_case) << '\n';
     write_performance(out, *result.performance);
+    if (result.status != CaseStatus::pass)
+      out << "    reason: " << printable(result.reason) << '\n';
   }
 }
 

@@ -103,6 +103,55 @@ TEST(TimingStatistics, NoiseAloneIsNeverARegressionAndAFifteenPercentSlowdownAlw
   }
 }
 
+// A machine that drifts: each round sits at one of two levels 12% apart (as this project's 2-core
+// cloud machine does for seconds at a time), every round's own spread tight.
+TimingRounds drifting_rounds(const std::vector<bool>& slow_rounds, std::uint64_t seed) {
+  TimingRounds rounds;
+  for (std::size_t round = 0; round < slow_rounds.size(); ++round) {
+    rounds.push_back(noisy_timings(40, slow_rounds[round] ? 11.2 : 10.0, seed + round));
+  }
+  return rounds;
+}
+
+TEST(TimingStatistics, DriftBetweenRoundsIsNoRegressionThoughPoolingTheRoundsWouldCallItOne) {
+  // The same kernel twice; the baseline caught the slow level in 1 of 5 rounds, the later run in 4.
+  const TimingRounds baseline = drifting_rounds({false, false, true, false, false}, 1);
+  const TimingRounds current = drifting_rounds({true, true, false, true, true}, 100);
+  const RatioInterval by_rounds = median_ratio_interval(baseline, current, 7);
+  EXPECT_FALSE(is_regression(by_rounds, 0.03)) << by_rounds.low << " " << by_rounds.high;
+  // Resampling the repetitions as if they were one round hides the drift and cries regression.
+  std::vector<double> baseline_pooled, current_pooled;
+  for (const auto& round : baseline)
+    baseline_pooled.insert(baseline_pooled.end(), round.begin(), round.end());
+  for (const auto& round : current)
+    current_pooled.insert(current_pooled.end(), round.begin(), round.end());
+  EXPECT_TRUE(is_regression(median_ratio_interval(baseline_pooled, current_pooled, 7), 0.03));
+  // And a real 30% slowdown stands out of the drift.
+  TimingRounds slower = drifting_rounds({true, true, false, true, true}, 200);
+  for (auto& round : slower) {
+    for (double& value : round) value *= 1.3;
+  }
+  EXPECT_TRUE(is_regression(median_ratio_interval(baseline, slower, 7), 0.03));
+}
+
+TEST(TimingStatistics, TheMediansIntervalOfRoundsSpansTheirDrift) {
+  const TimingSummary summary =
+      summarize_timings(drifting_rounds({false, true, false, true}, 3), 1);
+  EXPECT_EQ(summary.samples, 160);
+  EXPECT_LT(summary.ci95_median_low_ms, 10.3);
+  EXPECT_GT(summary.ci95_median_high_ms, 11.2);
+}
+
+TEST(TimingStatistics, TheOrderStatisticIntervalOfTheMedianHoldsItsRanks) {
+  std::vector<double> sorted;
+  for (int index = 0; index < 100; ++index) sorted.push_back(index);
+  const auto [low, high] = median_order_interval(sorted);
+  EXPECT_EQ(low, 40);   // floor(50 - 0.98 * 10)
+  EXPECT_EQ(high, 60);  // ceil(50 + 0.98 * 10)
+  const std::vector<double> one = {3.0};
+  EXPECT_EQ(median_order_interval(one), std::make_pair(3.0, 3.0));
+}
+
 TEST(TimingStatistics, TheSameSeedGivesTheSameInterval) {
   const std::vector<double> sample = exponential_sample(50, 1.0, 5);
   const TimingSummary first = summarize_timings(sample, 42), second = summarize_timings(sample, 42);

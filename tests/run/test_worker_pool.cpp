@@ -101,11 +101,11 @@ TEST(WorkerPool, AWorkerThatDiesCostsItsCaseAndAFreshWorkerTakesTheRest) {
 
 TEST(WorkerPool, ALostCasesOutputKeepsItsStartAndItsEndWhenAFloodFillsTheMiddle) {
   // The kernel's own words come first; a sanitizer's long report, then its summary, last.
-  const Outcomes outcomes = run(
-      shell_workers("  if [ \"$n\" = 0 ]; then echo 'first words' >&2; "
-                    "for i in $(seq 2000); do echo \"frame $i of a long report\" >&2; done; "
-                    "echo 'SUMMARY: the end' >&2; kill -SEGV $$; fi"),
-      1);
+  const Outcomes outcomes =
+      run(shell_workers("  if [ \"$n\" = 0 ]; then echo 'first words' >&2; "
+                        "for i in $(seq 2000); do echo \"frame $i of a long report\" >&2; done; "
+                        "echo 'SUMMARY: the end' >&2; kill -SEGV $$; fi"),
+          1);
   ASSERT_EQ(outcomes.losses.size(), 1u);
   const std::string& output = outcomes.losses.at(0).output_tail;
   EXPECT_THAT(output, ::testing::StartsWith("first words\n"));

@@ -1,0 +1,96 @@
+// The gate's verdict on each timed case: against the same case of the baseline (same id and
+// config), a regression fails the case with the figures in its reason; a case the baseline lacks
+// or ran with another config is reported, not judged; the tally lists the ids the baseline timed
+// and this run did not.
+#include "run/bench_gate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "run/case_result_json.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TimingRounds level(double milliseconds) {
+  TimingRounds rounds(3);
+  for (int round = 0; round < 3; ++round) {
+    for (int index = 0; index < 20; ++index) {
+      rounds[round].push_back(milliseconds * (1 + 0.002 * ((index + round) % 5)));
+    }
+  }
+  return rounds;
+}
+
+CaseResult timed_case(const std::string& id, double milliseconds) {
+  CaseResult result;
+  result.attention_case.id = id;
+  result.attention_case.seq_len_q = result.attention_case.seq_len_k = 64;
+  result.kernel_name = "cpu_flash";
+  result.status = CaseStatus::pass;
+  result.ran = true;
+  KernelPerformance performance;
+  performance.rounds_ms = level(milliseconds);
+  summarize_performance(performance);
+  result.performance = performance;
+  return result;
+}
+
+Baseline baseline_of(const std::vector<CaseResult>& results) {
+  Baseline baseline;
+  baseline.path = "baseline.json";
+  for (const CaseResult& result : results) {
+    baseline.cases[result.attention_case.id] = {case_to_json(result)["config"], result.kernel_name,
+                                                result.performance->rounds_ms};
+  }
+  return baseline;
+}
+
+TEST(BenchGate, ASlowerCaseFailsWithItsFiguresAndTheOthersStandAsTheyWere) {
+  const BenchGate gate(baseline_of({timed_case("m/0", 2.0), timed_case("m/1", 2.0)}), 0.03);
+  CaseResult same = timed_case("m/0", 2.0), slower = timed_case("m/1", 2.5);
+  gate.judge(same);
+  gate.judge(slower);
+  EXPECT_EQ(same.status, CaseStatus::pass);
+  EXPECT_EQ(same.performance->baseline->verdict, PerformanceVerdict::unchanged);
+  EXPECT_EQ(slower.status, CaseStatus::fail);
+  EXPECT_THAT(slower.reason, HasSubstr("performance regression: median 2.5"));
+  EXPECT_THAT(slower.reason, HasSubstr("ratio 1.25"));
+  EXPECT_THAT(slower.reason, HasSubstr("more than the 3% slowdown allowed"));
+}
+
+TEST(BenchGate, ANewOrChangedCaseIsNotJudgedAndAMissingOneIsListed) {
+  CaseResult changed = timed_case("m/0", 2.0);
+  const BenchGate gate(baseline_of({changed, timed_case("m/gone", 1.0)}), 0.03);
+  changed.attention_case.seq_len_k = 128;  // the same id, another shape
+  changed.performance->rounds_ms = level(9.0);
+  summarize_performance(*changed.performance);
+  CaseResult fresh = timed_case("m/new", 9.0);
+  gate.judge(changed);
+  gate.judge(fresh);
+  EXPECT_EQ(changed.status, CaseStatus::pass);
+  EXPECT_EQ(changed.performance->baseline->verdict, PerformanceVerdict::not_in_baseline);
+  EXPECT_EQ(fresh.performance->baseline->verdict, PerformanceVerdict::not_in_baseline);
+  BenchReport report;
+  gate.tally({changed, fresh}, report);
+  EXPECT_EQ(report.timed, 2);
+  EXPECT_EQ(report.not_in_baseline, 2);
+  EXPECT_THAT(report.missing_cases, ElementsAre("m/gone"));  // m/0 ran, in another shape
+}
+
+TEST(BenchGate, WithoutABaselineNothingIsJudged) {
+  const BenchGate gate(std::nullopt, 0.03);
+  CaseResult result = timed_case("m/0", 2.0);
+  gate.judge(result);
+  EXPECT_FALSE(result.performance->baseline.has_value());
+  BenchReport report;
+  gate.tally({result}, report);
+  EXPECT_EQ(report.timed, 1);
+  EXPECT_TRUE(report.missing_cases.empty());
+}
+
+}  // namespace
+}  // namespace attnfuzz
