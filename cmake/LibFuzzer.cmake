@@ -26,7 +26,7 @@ ExternalProject_Add(libfuzzer_build
 set(ATTNFUZZ_LIBFUZZER_BINARY ${PROJECT_BINARY_DIR}/libfuzzer/fuzz_attention_libfuzzer)
 
 # The readers' own fuzzers (fuzz/matrix_parser_fuzzer.cpp, fuzz/saved_input_fuzzer.cpp): a second,
-# small nested build of only core/, case/, the readers and the few run/ and oracle/ sources they
+# small nested build of only core/, case/, the readers and the few run/, oracle/ and perf/ sources they
 # need, with ASan and UBSan, into build/matrix_parser_fuzzer/. No CUDA, no BLAS: about a minute of
 # compiling on one core.
 option(ATTNFUZZ_BUILD_MATRIX_PARSER_FUZZER

@@ -10,7 +10,9 @@
 #   4. compute-sanitizer memcheck and racecheck on corpus/matrix/sanitize.json (correct kernels:
 #      no errors), and racecheck on the missing_syncthreads plant (it must report the race)
 #   5. the seed's 27-case matrix end to end, timed
-#   6. bench_cuda_flash beside PyTorch's scaled_dot_product_attention (scripts/bench_sdpa.py)
+#   6. bench_cuda_flash beside PyTorch's scaled_dot_product_attention (scripts/bench_sdpa.py);
+#      fuzz_attention --bench on corpus/matrix/bench.json (NVIDIA's readings in its report) with
+#      SDPA on the same shapes; the performance gate (scripts/bench_gate.sh) 20 times over
 #   7. the whole test suite
 # The steps run in that order, the GPU-specific ones first, so that a run cut short by a time
 # limit has recorded the most telling ones. Each step is stopped after --step-timeout seconds.
@@ -191,6 +193,13 @@ step "seed27 matrix end to end (default backend: cuda_flash, cuBLAS oracle for l
   bash -c "time '$harness' --configs corpus/matrix/seed27.json --json '$build_dir/seed27.json'"
 step "bench_cuda_flash" 0 "$build_dir/bench_cuda_flash"
 step "PyTorch scaled_dot_product_attention, same shapes" any python3 scripts/bench_sdpa.py
+step "fuzz_attention --bench on bench.json (cuda_flash; GPU state in the report)" 0 \
+  "$harness" --bench --kernel cuda_flash --quiet --json "$build_dir/bench.json"
+step "PyTorch SDPA on bench.json's shapes, beside cuda_flash" any \
+  python3 scripts/bench_sdpa.py --report "$build_dir/bench.json"
+step "the performance gate: 20 self-compares and 20 slow_extra_pass plants on cuda_flash" 0 \
+  env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/bench_gate.sh --no-build --backend cuda --kernel cuda_flash --repetitions 20 \
+  -- --bench-seconds 0.5
 
 fi
 
