@@ -491,8 +491,9 @@ BenchIdentity bench_identity(const CaseMatrix& matrix, const CaseRunner& runner,
   const AttentionKernel* kernel =
       find_kernel(runner.kernel_for(cases.empty() ? AttentionCase{} : cases.front()));
   if (kernel != nullptr && kernel->site() == ExecutionSite::cuda_device) {
-    identity.device = cuda_device_status().description;
-    const GpuState gpu = read_gpu_state();
+    identity.device = cuda_device_status().usable ? cuda_device_status().device_name
+                                                  : cuda_device_status().description;
+    const GpuState gpu = read_gpu_state(cuda_device_status().pci_bus_id);
     identity.driver =
         gpu.available ? gpu.driver_version : "unknown (" + gpu.unavailable_reason + ")";
   } else {
@@ -520,6 +521,12 @@ BenchStart start_bench(const HarnessOptions& options, const RunPlan& plan, const
   bench.machine_before = machine_state_now();
   if (std::optional<std::string> warning = cpu_load_warning(read_cpu_state())) {
     bench.warnings.push_back(*warning);
+  }
+  const bool default_matrix = options.configs.empty() && options.replay.empty();
+  if (default_matrix && bench.identity.driver == "none") {
+    bench.warnings.push_back(
+        "the default corpus/matrix/bench.json is sized for a GPU (up to 550 GFLOP a case); on the "
+        "CPU, --configs corpus/matrix/bench_small.json times in seconds");
   }
   if (!options.resume.empty()) {
     throw HarnessError(

@@ -27,8 +27,11 @@ CudaDeviceStatus probe() {
   } else {
     cudaDeviceProp properties{};
     cudaGetDeviceProperties(&properties, 0);
-    text << properties.name << ", sm_" << properties.major << properties.minor << ", "
-         << device_count << " device(s)";
+    status.device_name = std::string(properties.name) + ", sm_" + std::to_string(properties.major) +
+                         std::to_string(properties.minor);
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 0) == cudaSuccess) status.pci_bus_id = bus_id;
+    text << status.device_name << ", " << device_count << " device(s)";
     status.usable = true;
   }
   status.description = text.str();

@@ -10,6 +10,8 @@ struct CudaDeviceStatus {
   bool built_with_cuda = false;
   bool usable = false;
   std::string description;  // the device ("NVIDIA H100 80GB HBM3, sm_90"), or why none is usable
+  std::string device_name;  // device 0's name and compute capability ("NVIDIA H100 ..., sm_90")
+  std::string pci_bus_id;   // device 0's, as NVML takes it ("0000:1B:00.0"); empty without one
 };
 
 const CudaDeviceStatus& cuda_device_status();  // probed once, on first call

@@ -65,9 +65,19 @@ Baseline load_baseline(const std::filesystem::path& path) {
     }
     entry.config = result["config"];
     try {
-      entry.rounds_ms = performance_from_json(result["performance"]).rounds_ms;
+      entry.rounds_ms = performance_from_json(result["performance"], false).rounds_ms;
     } catch (const std::exception& error) {
       refuse(path, where + "/performance: " + error.what());
+    }
+    // A ratio to a median of zero is infinite: the interval would be NaN and judge nothing.
+    std::vector<double> all;
+    for (const std::vector<double>& round : entry.rounds_ms) {
+      all.insert(all.end(), round.begin(), round.end());
+    }
+    std::sort(all.begin(), all.end());
+    if (!(percentile(all, 0.5) > 0)) {
+      refuse(path,
+             where + "/performance: a median time of 0 ms, which nothing can be compared with");
     }
     if (!baseline.cases.emplace(id, std::move(entry)).second) {
       refuse(path, "case " + id + " appears twice");

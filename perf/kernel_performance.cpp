@@ -1,6 +1,8 @@
 #include "perf/kernel_performance.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 namespace attnfuzz {
@@ -108,7 +110,7 @@ nlohmann::json performance_to_json(const KernelPerformance& performance) {
   return record;
 }
 
-KernelPerformance performance_from_json(const nlohmann::json& record) {
+KernelPerformance performance_from_json(const nlohmann::json& record, bool summarize) {
   KernelPerformance performance;
   const nlohmann::json& rounds = member(record, "rounds_ms");
   if (!rounds.is_array() || rounds.empty()) malformed("rounds_ms", "expected a non-empty array");
@@ -124,7 +126,12 @@ KernelPerformance performance_from_json(const nlohmann::json& record) {
       samples.push_back(sample.get<double>());
     }
   }
-  performance.warmup_runs = static_cast<int>(number(record, "warmup_runs"));
+  const nlohmann::json& warmup_runs = member(record, "warmup_runs");
+  if (!warmup_runs.is_number_integer() || warmup_runs.get<std::int64_t>() < 0 ||
+      warmup_runs.get<std::int64_t>() > std::numeric_limits<int>::max()) {
+    malformed("warmup_runs", "expected a count of calls, found " + warmup_runs.dump());
+  }
+  performance.warmup_runs = warmup_runs.get<int>();
   performance.clock = text(record, "clock");
   const nlohmann::json& flushed = member(record, "l2_flushed");
   if (!flushed.is_boolean()) malformed("l2_flushed", "expected true or false");
@@ -139,7 +146,11 @@ KernelPerformance performance_from_json(const nlohmann::json& record) {
     verdict.peak_bandwidth_gb_s = number(roofline, "peak_bandwidth_gb_s");
     verdict.arithmetic_intensity = number(roofline, "arithmetic_intensity");
     verdict.ridge_point = number(roofline, "ridge_point");
-    verdict.compute_bound = text(roofline, "bound") == "compute";
+    const std::string bound = text(roofline, "bound");
+    if (bound != "compute" && bound != "memory") {
+      malformed("roofline/bound", "expected \"compute\" or \"memory\", found \"" + bound + "\"");
+    }
+    verdict.compute_bound = bound == "compute";
     verdict.fraction_of_roof = number(roofline, "fraction_of_roof");
     performance.roofline = verdict;
   }
@@ -157,8 +168,14 @@ KernelPerformance performance_from_json(const nlohmann::json& record) {
       }
     }
     if (!known) malformed("baseline/verdict", "unknown verdict \"" + verdict + "\"");
-    baseline.baseline_median_ms = number(*found, "baseline_median_ms");
-    baseline.ratio.ratio = number(*found, "ratio");
+    if (!found->is_object() || !found->contains("baseline_median_ms") ||
+        !(*found)["baseline_median_ms"].is_number() || !found->contains("ratio") ||
+        !(*found)["ratio"].is_number()) {
+      malformed("baseline", "expected numbers baseline_median_ms and ratio, found " +
+                                found->dump().substr(0, 200));
+    }
+    baseline.baseline_median_ms = (*found)["baseline_median_ms"].get<double>();
+    baseline.ratio.ratio = (*found)["ratio"].get<double>();
     const nlohmann::json& interval = member(*found, "ratio_ci95");
     if (!interval.is_array() || interval.size() != 2 || !interval[0].is_number() ||
         !interval[1].is_number()) {
@@ -168,7 +185,7 @@ KernelPerformance performance_from_json(const nlohmann::json& record) {
     baseline.ratio.high = interval[1].get<double>();
     performance.baseline = baseline;
   }
-  summarize_performance(performance);
+  if (summarize) summarize_performance(performance);
   return performance;
 }
 

@@ -70,7 +70,9 @@ void add_rounds(KernelPerformance& performance, const KernelPerformance& later);
 // median_time_ms, p95_time_ms, p99_time_ms, ci95_median_ms [low, high], cv and rounds_ms.
 nlohmann::json performance_to_json(const KernelPerformance& performance);
 
-// What performance_to_json wrote. Throws std::runtime_error naming the field on a malformed record.
-KernelPerformance performance_from_json(const nlohmann::json& record);
+// What performance_to_json wrote, summarized again from its rounds (unless `summarize` is false:
+// a caller that adds the rounds to others summarizes once, after). Throws std::runtime_error
+// naming the field on a malformed record.
+KernelPerformance performance_from_json(const nlohmann::json& record, bool summarize = true);
 
 }  // namespace attnfuzz

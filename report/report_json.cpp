@@ -15,11 +15,13 @@ json bench_to_json(const BenchReport& bench) {
   return {
       {"settings",
        {
+           {"rounds", bench.settings.rounds},
            {"seconds_per_case", bench.settings.seconds_per_case},
            {"target_ci_width", bench.settings.target_ci_width},
            {"min_repetitions", bench.settings.min_repetitions},
            {"max_repetitions", bench.settings.max_repetitions},
            {"warmup_seconds", bench.settings.warmup_seconds},
+           {"min_warmup_runs", bench.settings.min_warmup_runs},
            {"max_slowdown", bench.max_slowdown},
        }},
       {"identity", bench_identity_to_json(bench.identity)},

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/number_text.h"
+#include "kernels/cuda_device_probe.h"
 #include "perf/machine_state.h"
 #include "run/case_result_json.h"
 
@@ -10,11 +11,12 @@ namespace attnfuzz {
 
 nlohmann::json machine_state_now() {
   return {{"cpu", cpu_state_to_json(read_cpu_state())},
-          {"gpu", gpu_state_to_json(read_gpu_state())}};
+          {"gpu", gpu_state_to_json(read_gpu_state(cuda_device_status().pci_bus_id))}};
 }
 
 void BenchGate::judge(CaseResult& result) const {
-  if (!result.performance || !baseline_) return;
+  // A case that failed in a later round keeps that failure: its timings are incomplete.
+  if (!result.performance || !baseline_ || result.status != CaseStatus::pass) return;
   KernelPerformance& performance = *result.performance;
   const auto found = baseline_->cases.find(result.attention_case.id);
   if (found == baseline_->cases.end() || found->second.config != case_to_json(result)["config"]) {

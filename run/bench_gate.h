@@ -29,7 +29,8 @@ struct BenchReport {
   int timed = 0, regressions = 0, improvements = 0, unchanged = 0, not_in_baseline = 0;
 };
 
-// The CPU's and (where NVML answers) the GPU's state now, as JSON: {"cpu": {...}, "gpu": {...}}.
+// The CPU's and (where NVML answers) the GPU's state now, as JSON: {"cpu": {...}, "gpu": {...}};
+// the GPU is CUDA's device 0 (found in NVML by its PCI bus id, NVML's own order may differ).
 nlohmann::json machine_state_now();
 
 class BenchGate {

@@ -52,7 +52,7 @@ void run_later_rounds(const CaseRunner& runner, const CaseRunSettings& settings,
         return !settings.fail_fast;
       }
       try {
-        add_rounds(*result.performance, performance_from_json(answer.at("performance")));
+        add_rounds(*result.performance, performance_from_json(answer.at("performance"), false));
       } catch (const std::exception& error) {
         throw HarnessError(std::string("a worker's timing answer: ") + error.what());
       }

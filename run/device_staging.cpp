@@ -73,15 +73,17 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
     error = "device staging for kernel " + std::string(kernel.name()) +
             " failed: " + staging_error.what();
   }
-  if (!error.empty()) {
-    cudaError_t state = cudaDeviceSynchronize();
-    if (!is_sticky(state)) state = cudaGetLastError();
-    if (is_sticky(state)) {
-      mark_cuda_context_lost("the CUDA context was lost to an earlier case's error (" +
-                             std::string(cudaGetErrorName(state)) + "): " + error);
-    }
-  }
+  if (!error.empty()) note_device_failure(error);
   return error;
+}
+
+void note_device_failure(const std::string& error) {
+  cudaError_t state = cudaDeviceSynchronize();
+  if (!is_sticky(state)) state = cudaGetLastError();
+  if (is_sticky(state)) {
+    mark_cuda_context_lost("the CUDA context was lost to an earlier case's error (" +
+                           std::string(cudaGetErrorName(state)) + "): " + error);
+  }
 }
 
 #else
@@ -92,6 +94,8 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
          " runs on a CUDA device, and this build has no "
          "CUDA support";
 }
+
+void note_device_failure(const std::string&) {}
 
 #endif
 

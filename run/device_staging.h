@@ -20,4 +20,8 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
                                  const AttentionInputs& inputs, PlantedBug plant,
                                  GuardedOutput& output);
 
+// After `error` on the device (a kernel's or the runtime's): when the CUDA context is left unusable
+// (a sticky error), records that with mark_cuda_context_lost(), naming `error`.
+void note_device_failure(const std::string& error);
+
 }  // namespace attnfuzz

@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "perf/machine_state.h"
+#include "run/device_staging.h"
 #include "run/guarded_output.h"
 
 #if ATTNFUZZ_HAVE_CUDA
@@ -200,15 +201,25 @@ KernelPerformance time_kernel(const AttentionKernel& kernel, const AttentionProb
     performance = time_on_host(kernel, problem, inputs, plant, settings);
   } else {
 #if ATTNFUZZ_HAVE_CUDA
-    performance = time_on_device(kernel, problem, inputs, plant, settings);
+    try {
+      performance = time_on_device(kernel, problem, inputs, plant, settings);
+    } catch (const std::exception& error) {
+      // A fault that leaves the context unusable ends this worker's CUDA work here, so that the
+      // next case is not blamed for it (as after a fault in the correctness run).
+      note_device_failure(std::string("while timing ") + std::string(kernel.name()) + ": " +
+                          error.what());
+      throw;
+    }
 #else
     throw std::runtime_error("kernel " + std::string(kernel.name()) +
                              " runs on a CUDA device, and this build has no CUDA support");
 #endif
   }
-  performance.flops = bench_flops(problem);
-  performance.bytes = bench_bytes(problem);
-  summarize_performance(performance);
+  if (performance.flops == 0) {  // the device path has its figures already, roofline included
+    performance.flops = bench_flops(problem);
+    performance.bytes = bench_bytes(problem);
+    summarize_performance(performance);
+  }
   return performance;
 }
 

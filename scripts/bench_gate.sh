@@ -37,15 +37,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 bench() {
+  # ${extra[@]+...}: an empty array under set -u, on bash before 4.4 too.
   "$harness" --bench --quiet --configs "$configs" --backend "$backend" --kernel "$kernel" \
-    "${extra[@]}" "$@"
+    ${extra[@]+"${extra[@]}"} "$@"
 }
 
-# The median ratios of a compared run's report, e.g. "1.004 0.998 1.012".
+# The median ratios of a compared run's report, e.g. "1.004 0.998 1.012"; "-" for a case without
+# one (it failed before the comparison), "(no report)" when the run wrote none.
 ratios() {
-  python3 -c 'import json,sys
+  python3 -c 'import json,os,sys
+if not os.path.exists(sys.argv[1]): print("(no report)"); sys.exit()
 r=json.load(open(sys.argv[1]))["results"]
-print(" ".join("%.3f" % c["performance"]["baseline"]["ratio"] for c in r if c.get("performance")))' "$1"
+print(" ".join("%.3f" % c["performance"]["baseline"]["ratio"]
+               if "baseline" in (c.get("performance") or {}) else "-" for c in r))' "$1"
 }
 
 self_passed=0
@@ -57,6 +61,7 @@ for ((repetition = 1; repetition <= repetitions; ++repetition)); do
     echo "bench_gate: the baseline run itself failed (exit $?)" >&2
     exit 3
   }
+  rm -f "$work/self.json" "$work/plant.json"
   self_exit=0
   bench --baseline "$work/baseline.json" --json "$work/self.json" >/dev/null || self_exit=$?
   plant_exit=0

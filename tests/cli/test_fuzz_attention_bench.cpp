@@ -62,6 +62,7 @@ TEST_F(FuzzAttentionBench, ATimedCaseReportsTheSeedsFieldsBesideTheRobustOnes) {
   }
   const nlohmann::json& bench_section = document["bench"];
   EXPECT_EQ(bench_section["identity"]["matrix_name"], "b");
+  EXPECT_EQ(bench_section["settings"]["rounds"], 3);
   EXPECT_EQ(bench_section["identity"]["driver"], "none");
   EXPECT_GT(bench_section["machine_before"]["cpu"]["cores"].get<int>(), 0);
   EXPECT_TRUE(bench_section["baseline"].is_null());

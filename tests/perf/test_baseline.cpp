@@ -84,6 +84,13 @@ TEST_F(Baselines, WhatIsNotABenchReportIsRefusedNamingTheFileAndTheProblem) {
     EXPECT_THAT(error.what(), HasSubstr("/results/0/performance"));
     EXPECT_THAT(error.what(), HasSubstr("rounds_ms"));
   }
+  // A median of zero would make every ratio infinite and the verdict NaN: refused, not ignored.
+  try {
+    load_baseline(write("bad.json", bench_report({{0.0, 0.0, 0.0}}).dump()));
+    ADD_FAILURE();
+  } catch (const HarnessError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("a median time of 0 ms"));
+  }
 }
 
 TEST(BaselineIdentity, EachFieldThatDiffersIsNamedWithBothValues) {

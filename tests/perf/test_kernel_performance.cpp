@@ -77,6 +77,8 @@ TEST(KernelPerformance, AMalformedRecordIsRefusedNamingTheField) {
       {"clock", 3},
       {"l2_flushed", "yes"},
       {"flops", nullptr},
+      {"warmup_runs", 1e300},
+      {"warmup_runs", -1},
   };
   for (const auto& each : bad) {
     nlohmann::json record = good;

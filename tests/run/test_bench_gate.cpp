@@ -81,6 +81,16 @@ TEST(BenchGate, ANewOrChangedCaseIsNotJudgedAndAMissingOneIsListed) {
   EXPECT_THAT(report.missing_cases, ElementsAre("m/gone"));  // m/0 ran, in another shape
 }
 
+TEST(BenchGate, ACaseThatFailedInALaterRoundKeepsThatFailure) {
+  const BenchGate gate(baseline_of({timed_case("m/0", 2.0)}), 0.03);
+  CaseResult crashed = timed_case("m/0", 4.0);
+  crashed.status = CaseStatus::fail;
+  crashed.reason = "timing round 3: the worker crashed";
+  gate.judge(crashed);
+  EXPECT_EQ(crashed.reason, "timing round 3: the worker crashed");
+  EXPECT_FALSE(crashed.performance->baseline.has_value());
+}
+
 TEST(BenchGate, WithoutABaselineNothingIsJudged) {
   const BenchGate gate(std::nullopt, 0.03);
   CaseResult result = timed_case("m/0", 2.0);
