@@ -98,9 +98,9 @@ TEST(KernelTimer, TheSlowExtraPassPlantSlowsCpuFlashByMoreThanFifteenPercent) {
   const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
   BenchSettings settings;
   settings.rounds = 1;
-  settings.seconds_per_case = 0.1;
+  settings.seconds_per_case = 0.05;
   TimingRounds plain, planted;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 10; ++round) {
     plain.push_back(
         time_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::none, settings).rounds_ms[0]);
     planted.push_back(
