@@ -1,4 +1,5 @@
 #!/bin/bash -eu
+# SPDX-License-Identifier: BSD-3-Clause
 # ClusterFuzzLite build: compiles attnfuzz's libFuzzer targets through the project's own CMake
 # options (ATTNFUZZ_LIBFUZZER, ATTNFUZZ_MATRIX_PARSER_FUZZER) with the compilers and flags
 # ClusterFuzzLite hands every build.sh, and puts into $OUT, for each target: the binary, its seed

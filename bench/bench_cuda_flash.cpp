@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The speed of cuda_flash on the GPU, in TFLOP/s, on FlashAttention's benchmark shapes: a model
 // width of 2048 (heads = 2048 / head_dim) and 16384 tokens per batch (batch = 16384 / seq_len),
 // fp16, BSHD, causal and not. Each figure is the median of --runs timed calls (CUDA events around

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The false-alarm run: many random valid cases on a correct kernel, counting the cases the
 // harness fails. Every case is checked against the oracle with every check a run makes (the
 // element bound, FlashAttention's rule, the bias test, the determinism check's second run);

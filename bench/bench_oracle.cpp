@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Benchmark of the float64 oracle against the machine's own DGEMM, measured in the same run.
 //
 // The oracle's figure counts the attention's 4 * D floating-point operations per (query, visible

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One case the harness runs: a problem, the recipe of its data, and the kernel to test. Everything
 // a case needs to reproduce is here; matrix files, reports and replay all speak in these fields,
 // which are declared once, in case/case_schema.h.

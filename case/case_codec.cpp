@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "case/case_codec.h"
 
 #include <stdexcept>
@@ -274,8 +275,14 @@ AttentionCase case_from_keys_json(const nlohmann::json& keys) {
 }
 
 std::string case_to_matrix_text(const AttentionCase& attention_case, const std::string& name) {
-  const nlohmann::json matrix = {
-      {"name", name}, {"cases", nlohmann::json::array({case_keys_to_json(attention_case)})}};
+  return cases_to_matrix_text({attention_case}, name);
+}
+
+std::string cases_to_matrix_text(const std::vector<AttentionCase>& cases, const std::string& name) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (const AttentionCase& attention_case : cases)
+    keys.push_back(case_keys_to_json(attention_case));
+  const nlohmann::json matrix = {{"name", name}, {"cases", keys}};
   return matrix.dump(2) + "\n";
 }
 

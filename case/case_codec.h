@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Cases as bytes and as JSON: the one case model that the matrix runner, the property engine,
 // libFuzzer and replay all share.
 //
@@ -84,5 +85,8 @@ AttentionCase case_from_keys_json(const nlohmann::json& keys);
 
 // A one-case matrix file named `name` holding the case: its JSON form.
 std::string case_to_matrix_text(const AttentionCase& attention_case, const std::string& name);
+
+// A matrix file named `name` holding `cases`, in their order: one JSON document.
+std::string cases_to_matrix_text(const std::vector<AttentionCase>& cases, const std::string& name);
 
 }  // namespace attnfuzz

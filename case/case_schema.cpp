@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The codecs of case/case_schema.h: how each kind of field reads from JSON, and its limits.
 #include "case/case_schema.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fields of a case, declared once. Every form of a case comes from this table: the struct
 // (case/attention_case.h), the keys of matrix and case files (matrix/matrix_file.cpp), the JSON
 // writer (case/case_codec.cpp), a report's `config` (run/case_result_json.cpp), the validity check

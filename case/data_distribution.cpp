@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Input generation. Every value is a pure function of (seed, problem shape, tensor, logical
 // index): a counter-based generator (SplitMix64 steps over a stream key and the index,
 // core/splitmix.h) needs no state, so tensors are independent streams and generation order never

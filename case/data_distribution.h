@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Named input distributions and the deterministic generator behind them. The data of a case is a
 // pure function of (seed, problem, tensor): each tensor draws from its own counter-based stream,
 // so a case reproduces exactly on any machine and in any order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "case/work_cap.h"
 
 #include <algorithm>

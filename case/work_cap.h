@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The work cap: how large a case the binary form (case/case_codec.h) holds, and so how large a
 // case libFuzzer runs. Fuzzing wants many fast cases (milliseconds each), yet the bugs that live in
 // long rows, GQA groups and wide heads must stay within its reach: a case over the cap is not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cli/harness_options.h"
 
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention's command line, declared once as a table (as libFuzzer's FuzzerFlags.def): the
 // options struct, the help text and the CLI11 parser are all generated from ATTNFUZZ_FLAGS. The
 // libFuzzer target (fuzz/libfuzzer_target.cpp) reads the table's SHARED_OPTION rows through the
@@ -94,7 +95,9 @@ namespace attnfuzz {
     "Stop at the first failing case (or, with --properties, the first failing property)")          \
   X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")   \
   X(FLAG, bool, list_kernels, "--list-kernels", false,                                             \
-    "List kernels, what they support and their planted bugs, then exit")
+    "List kernels, what they support and their planted bugs, then exit")                           \
+  X(FLAG, bool, version, "--version", false,                                                       \
+    "Print the version, git commit, build, CUDA runtime and cuBLAS versions, then exit")
 
 struct HarnessOptions {
 #define ATTNFUZZ_FLAG_MEMBER(kind, type, member, flag, default_value, help) \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention: runs a matrix of attention cases on a kernel under test and judges each against
 // the float64 oracle. Exit codes: 0 pass, 1 fail, 2 nothing could run, 3 harness error.
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include "cli/run_settings_options.h"
 #include "core/clock.h"
 #include "core/exit_codes.h"
+#include "core/file_io.h"
 #include "core/harness_error.h"
 #include "core/json_text.h"
 #include "core/number_text.h"
@@ -204,11 +206,10 @@ int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::p
   return kExitPass;
 }
 
+// --describe FILE: the file's cases as one matrix document (what --configs reads, what json.load
+// parses), named after the file.
 int describe(const std::filesystem::path& path) {
-  for (const AttentionCase& attention_case : load_case_file(path)) {
-    std::cout << case_to_matrix_text(
-        attention_case, attention_case.id.empty() ? path.filename().string() : attention_case.id);
-  }
+  std::cout << cases_to_matrix_text(load_case_file(path), path.filename().string());
   return kExitPass;
 }
 
@@ -622,13 +623,48 @@ std::vector<ReportFile> report_files(const HarnessOptions& options, const RunRep
   };
 }
 
+// A report path of "-" is standard output. The run's own lines then go to stderr, so that stdout
+// carries the report alone (e.g. `--json - | jq`).
+constexpr std::string_view kStandardOutput = "-";
+
+// Standard output as it was when the program started, before route_table_to_stderr.
+std::ostream& report_stdout() {
+  static std::ostream stream(std::cout.rdbuf());
+  return stream;
+}
+
 // Before the first case: every output the run will write can be written, so that a typo in a
-// report path costs a second, not the whole run.
+// report path costs a second, not the whole run; at most one report goes to standard output, and
+// when one does, the table goes to stderr.
 void check_outputs(const HarnessOptions& options) {
   const RunReport nothing_yet;
+  const char* on_stdout = nullptr;
   for (const ReportFile& file : report_files(options, nothing_yet, nullptr)) {
-    if (!file.path.empty()) check_file_writable(file.path, file.flag);
+    if (file.path == kStandardOutput) {
+      if (on_stdout != nullptr) {
+        throw HarnessError(std::string(on_stdout) + " and " + file.flag +
+                           " both name standard output (-): only one report can go there");
+      }
+      on_stdout = file.flag;
+    } else if (!file.path.empty()) {
+      check_file_writable(file.path, file.flag);
+    }
   }
+  if (on_stdout != nullptr) {
+    report_stdout();  // keeps the real stdout before it is redirected
+    std::cout.rdbuf(std::cerr.rdbuf());
+  }
+}
+
+// The Markdown report is added to what its file holds already: $GITHUB_STEP_SUMMARY collects every
+// step's summary, and a second run's report must not erase the first's.
+std::string with_earlier_content(const ReportFile& file, std::string text) {
+  if (std::string_view(file.flag) != "--markdown") return text;
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(file.path, error)) return text;
+  std::string earlier = read_file(file.path);
+  if (!earlier.empty() && earlier.back() != '\n') earlier += '\n';
+  return earlier.empty() ? text : earlier + "\n" + text;
 }
 
 // --json, --junit, --markdown, --html: each report file asked for, written atomically. A report
@@ -640,7 +676,11 @@ bool write_report_files(const HarnessOptions& options, const RunReport& report,
   for (const ReportFile& file : report_files(options, report, replay_of)) {
     if (file.path.empty()) continue;
     try {
-      write_file_atomically(file.path, file.render());
+      if (file.path == kStandardOutput) {
+        report_stdout() << file.render() << std::flush;
+      } else {
+        write_file_atomically(file.path, with_earlier_content(file, file.render()));
+      }
     } catch (const HarnessError& error) {
       std::cerr << "fuzz_attention: error: " << file.flag << ": " << error.what() << "\n";
       all_written = false;
@@ -687,6 +727,10 @@ int run_matrix(const HarnessOptions& options, const RunSettings& settings, int a
 
 int run(int argc, char** argv) {
   const HarnessOptions options = parse_harness_options(argc, argv);
+  if (options.version) {
+    std::cout << version_text();
+    return kExitPass;
+  }
   const std::string plugin_kernel = set_up_kernels(options, argv[0]);
   if (options.probe_plugin) {
     std::cout << plugin_kernel << "\n";

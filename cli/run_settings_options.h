@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the run-settings flags of the table (cli/harness_options.h) mean: their strings into
 // RunSettings, once for fuzz_attention and fuzz_attention_libfuzzer. Every parser throws
 // HarnessError naming its flag and what it accepts.

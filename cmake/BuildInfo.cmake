@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The build's git commit and compiler, recorded in every report's environment.
 execute_process(
   COMMAND git rev-parse --short=12 HEAD

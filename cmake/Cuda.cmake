@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # CUDA is optional at configure time. With nvcc present the CUDA targets build (for sm_80, sm_89
 # and sm_90 unless CMAKE_CUDA_ARCHITECTURES says otherwise); without it the CPU parts build alone
 # and this notice says what was left out.

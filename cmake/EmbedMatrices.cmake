@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Compiles corpus/matrix/*.json into the binary, so that `fuzz_attention` with no --configs runs
 # the shipped default matrix from any working directory.
 file(GLOB ATTNFUZZ_MATRIX_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/corpus/matrix/*.json)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The libFuzzer binary needs clang (-fsanitize=fuzzer), while the main build may use g++. When
 # clang++ is on the machine, a nested build of this same source tree with clang and
 # ATTNFUZZ_LIBFUZZER=ON builds build/libfuzzer/fuzz_attention_libfuzzer as part of every build,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # -Wall -Wextra on every target of ours (C, C++ and CUDA); -Werror when ATTNFUZZ_WERROR (CI) is on.
 #
 # GCC 12 reports -Wrestrict on `"literal" + std::string` at -O2 and above inside libstdc++'s own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # cmake -P script: writes OUTPUT, a C++ file defining attnfuzz::embedded_matrix_files() over the
 # files in INPUTS, separated by '|' (each as a raw string literal).
 string(REPLACE "|" ";" INPUTS "${INPUTS}")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One attention forward problem: every shape, stride and numerics choice a kernel, the oracle and
 // the harness need, in one plain struct (as flash-attention's Flash_fwd_params).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Time as the harness reports it: elapsed seconds for timings, UTC timestamps for records.
 #pragma once
 

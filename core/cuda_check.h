@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every CUDA runtime call is checked: a failure throws std::runtime_error naming the call, the
 // error and where it happened, which the harness turns into the case's failure reason.
 #pragma once

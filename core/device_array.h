@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An array in CUDA device memory that frees itself: every cudaMalloc of the project goes through
 // it, checked (core/cuda_check.h), so no error path leaks device memory.
 #pragma once

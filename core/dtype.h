@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Storage types of attention inputs and outputs, and exact conversions to and from float.
 //
 // Kernels, the oracle and the harness all hold fp16/bf16 tensors as raw 16-bit patterns

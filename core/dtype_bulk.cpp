@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Two paths with one result. Where the CPU has F16C (every x86-64 since 2013), eight values at a
 // time go through the hardware's conversions between half and float (round to nearest even, as
 // float_to_fp16) or, for bf16, 16-bit shifts and the same rounding add as float_to_bf16; elsewhere

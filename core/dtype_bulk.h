@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whole rows of fp16/bf16 converted at once: widened exactly to double (the oracle's inputs), or
 // float values rounded to the dtype in place (the plain same-precision reference's every step).
 // The same results as the one-value conversions of core/dtype.h, eight values at a time where the

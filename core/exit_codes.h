@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The harness's exit codes: the contract with CI scripts.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whole-file reads and whole-buffer writes: the one place the harness loops over short reads and
 // writes, retries on EINTR and turns errno into a message naming the file.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An error of the harness itself (bad matrix, unreadable file, bad flag): ends the run with
 // kExitHarnessError and its message, never a crash.
 #pragma once

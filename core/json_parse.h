@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JSON read from files, pipes and worker processes the harness does not control. nlohmann's
 // parser is iterative, but copying, comparing and printing a value recurse once per level: a value
 // nested 100,000 levels deep (a 200 KB file) would overflow the stack later, far from the file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JSON as the harness writes it. Strings from kernels, plugins and files need not be UTF-8, and
 // nlohmann's dump() throws on such bytes: everything the harness writes as JSON goes through
 // json_text, which writes each invalid sequence as U+FFFD instead (nlohmann's own replacement, one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A std::vector for large results that their writer fills completely, element by element, from
 // many threads. Two costs of a plain vector go away:
 //  - resize() leaves the elements uninitialised, so no serial zeroing pass runs before the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Numbers, durations and sizes as the harness prints them: printf's conversions, named, in one
 // place, so that every report and message writes the same value the same way (the report tests
 // compare text byte for byte).

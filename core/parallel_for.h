@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Splits independent work items over a few threads. Kernels' CPU twins and the oracle both use it;
 // each item must write only its own outputs, so the result never depends on the thread count.
 #pragma once

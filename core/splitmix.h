@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014), as
 // pure functions: the harness derives every random value from a key and a counter, with no
 // generator state, so a value is the same whatever order it is drawn in.

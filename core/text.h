@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Text helpers the whole harness shares: names joined for messages, control characters made
 // visible so that text from files, plugins and workers stays on one line, and foreign text
 // (kernel messages, worker output) made printable before any renderer adds its own escaping.

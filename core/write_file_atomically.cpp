@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "core/write_file_atomically.h"
 
 #include <fcntl.h>

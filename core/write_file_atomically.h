@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Writing a report or case file where the user pointed. A regular file (or a path where nothing
 // is yet) is replaced atomically: a temporary file in the same folder, flushed, renamed over the
 // target, so a reader sees the old file or the whole new one, never a torn write. A symbolic link

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RapidCheck generators of attention cases over the whole valid space, weighted toward the edges:
 // sequence lengths 1, tile - 1, tile, tile + 1 (tiles of 64), seq_len_q != seq_len_k, every
 // supported head dim, GQA ratios, every dtype, layout, distribution and special value (one case

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "fuzz/contained_property_check.h"
 
 #include <algorithm>

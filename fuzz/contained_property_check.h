@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Property checks of the search run contained, as the matrix runner's cases are: in a worker
 // process (run/worker_pool.h) that stays up between checks, so that a kernel that crashes, hangs
 // or exits costs one check, which fails with what happened, and the search goes on to shrink it

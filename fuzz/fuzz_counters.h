@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer's extra counters for attention cases: one byte per feature, in the section libFuzzer
 // reads after every run (and clears before the next). A case that sets a counter no earlier input
 // set is new coverage, so the corpus grows toward every shape class and every error magnitude.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The coverage-guided engine: libFuzzer's entry points over the shared case model.
 //
 // Each input is a binary case (case/case_codec.h). The case runs on the kernel under test against

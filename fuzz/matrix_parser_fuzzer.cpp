@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the matrix/config reader (matrix/matrix_file.h), built with ASan and UBSan
 // by the nested build in cmake/LibFuzzer.cmake.
 //

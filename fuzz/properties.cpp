@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The properties (see properties.h) and the RapidCheck loop that searches for a counterexample
 // within a wall-clock budget. Metamorphic properties run the kernel under test twice, on inputs
 // that must give equal outputs, and compare either bitwise (when the two runs do exactly the same

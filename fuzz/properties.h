@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The property-based engine: RapidCheck searches the case space for a case that breaks a
 // property of the kernel under test, then shrinks it to the smallest failing shape and simplest
 // data. One property compares with the oracle; the others are metamorphic (two runs of the kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the readers of bytes the harness did not write in this process: the binary
 // case codec (libFuzzer crash files and --replay), a worker's case request (case keys as JSON),
 // and the result-stream reader (--resume, --stream). Built with ASan and UBSan by the nested build

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every kernel under test provides: a name, where it runs, what it supports, which planted
 // bugs it carries, and the forward call. The harness owns all memory; a kernel only computes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cpu_flash: a CPU twin of the FlashAttention-2 forward algorithm.
 //
 // It walks the problem exactly as the CUDA kernel does, one (batch, head, query tile) at a time:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "kernels/cuda_device_probe.h"
 
 #include <sstream>

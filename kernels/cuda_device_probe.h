@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether this process can run CUDA kernels, and why not when it cannot. Never throws and never
 // hangs on a machine without a driver: the reason becomes the skip reason of CUDA cases.
 #pragma once

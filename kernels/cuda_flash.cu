@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cuda_flash: a FlashAttention-2 style forward kernel on tensor cores.
 //
 // One CTA of 4 warps per (query tile of block_m = 64 rows, head, batch); warp w owns query rows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Launch limits of CUDA that the CUDA kernels' grids run into, so that each kernel's supports()
 // refuses the problems it cannot launch, and names the limit the same way.
 #pragma once

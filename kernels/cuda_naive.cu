@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cuda_naive: the plainest attention kernel a GPU can run, as a second kernel under test.
 //
 // One block per (query row, head, batch). The row's scores S_j = scale * Q_i . K_j are computed

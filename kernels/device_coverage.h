@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device-side coverage of cuda_flash: which tile paths and branches a launch took inside the GPU
 // kernel, one byte per point in device memory. Switched on, cuda_flash records them; the libFuzzer
 // target copies them into its extra counters after every case, so the fuzzer is guided by what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device coverage in a build without CUDA: there is no device kernel to record anything.
 #include "kernels/device_coverage.h"
 

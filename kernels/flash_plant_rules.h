@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The rules of the FlashAttention-2 forward pass that planted bugs bend, written once for both
 // twins: the CPU twin (cpu_flash.cpp) and the CUDA kernel (cuda_flash.cu) call these, so a plant
 // cannot drift between them. Each function takes the problem's values and the plant and returns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tile shapes of the FlashAttention-2 forward algorithm, shared by the CPU twin (cpu_flash) and the
 // CUDA kernel so that both walk the problem in the same tiles and take the same tail paths.
 //

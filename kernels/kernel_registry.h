@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every kernel under test in this build, by name.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The catalogue of planted bugs: real bug classes that kernel authors have shipped, each one
 // switchable at run time (`fuzz_attention --plant NAME`) so that the harness can prove it catches
 // them. A kernel lists the plants it implements; the rest of the harness sees only this table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "kernels/plugin_kernel.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernels from shared libraries that implement the C plugin ABI
 // (include/attnfuzz/attnfuzz_plugin.h): a kernel author's own build, tested without rebuilding
 // attnfuzz. The loaded kernel behaves like a built-in one: it declares its site and what it

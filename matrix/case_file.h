@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Saved cases on disk: a binary case (any libFuzzer crash file, case/case_codec.h) or a matrix
 // JSON file (a saved case is a one-case matrix). Replay, --describe and the property engine read
 // cases through here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Files compiled into the binary (generated from corpus/matrix/ by cmake/embed_files.cmake).
 #pragma once
 

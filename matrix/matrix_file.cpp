@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Matrix files: JSON that expands into a list of cases (the format is in matrix_file.h).
 //
 // Layers. Every case starts from AttentionCase{}, then the file's "defaults", then its own keys

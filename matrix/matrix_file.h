@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Matrix files: JSON that expands into a list of cases.
 //
 //   {"name": "pr",

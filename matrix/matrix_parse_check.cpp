@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matrix reader's contract on arbitrary bytes (see matrix_parse_check.h): a located, one-line
 // HarnessError, or a matrix of runnable cases.
 #include "matrix/matrix_parse_check.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matrix reader's contract, checked on arbitrary bytes: shared by its libFuzzer target
 // (fuzz/matrix_parser_fuzzer.cpp) and the ctest replay of its corpus
 // (tests/matrix/test_matrix_parse_check.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -322,6 +323,17 @@ ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
     pipeline.normalize_rows(first, count, reference);
   }
   return reference;
+}
+
+std::string cublas_library_version() {
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
+      cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
+      cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS) {
+    return "cuBLAS: its version could not be read";
+  }
+  return "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(patch);
 }
 
 std::string cublas_description() {

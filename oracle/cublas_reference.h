@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The float64 reference on a CUDA device, for shapes too large for the CPU oracle. Same result as
 // reference_attention() (same fields, same meaning) to about 1e-12 relative:
 //   the inputs are widened exactly to double, then per (batch, kv head), batched over a chunk
@@ -23,5 +24,9 @@ ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
 // For reports: the cuBLAS version and the math mode in force, e.g.
 // "cuBLAS 13.0.0, CUBLAS_PEDANTIC_MATH, float64 DGEMM"; or, never throwing, why it is unavailable.
 std::string cublas_description();
+
+// The cuBLAS library this build links, e.g. "cuBLAS 13.0.0" (no device needed), or why there is
+// none.
+std::string cublas_library_version();
 
 }  // namespace attnfuzz

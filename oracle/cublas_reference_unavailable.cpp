@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cuBLAS oracle in a build without CUDA: every call says why it cannot run.
 #include <stdexcept>
 
@@ -12,6 +13,10 @@ constexpr const char* kNoCuda =
 
 ReferenceAttention cublas_reference_attention(const AttentionProblem&, const AttentionTensors&) {
   throw std::runtime_error(std::string("cuBLAS oracle: ") + kNoCuda);
+}
+
+std::string cublas_library_version() {
+  return std::string("no cuBLAS: ") + kNoCuda;
 }
 
 std::string cublas_description() {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Plain attention in the input precision (see plain_attention.h): the yardstick for
 // FlashAttention's "at most twice the error of a same-precision reference" rule. It follows the
 // unfused reference of FlashAttention's tests with upcast off: Q is scaled and rounded, scores are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A plain attention in the input precision, as a framework computes it without a fused kernel:
 // Q*scale and S = QK^T rounded to the dtype (fp32 accumulation), softmax in fp32 rounded to the
 // dtype, O = PV rounded to the dtype. Its error against the float64 reference is the yardstick of

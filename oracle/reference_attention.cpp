@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The float64 oracle. Work is split into (batch, head, block of query rows) items spread over the
 // machine's threads; each item widens its inputs exactly to double and computes
 //   S = scale * Q K^T     DGEMM over the keys the block's last row can see (causal: fewer)

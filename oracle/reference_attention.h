@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The float64 reference: attention computed in double precision from the exact fp16/bf16 input
 // values, with BLAS for both matrix products, plus the data-dependent scales that the tolerance
 // needs (how large the terms are that each output element sums).

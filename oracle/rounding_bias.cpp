@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "oracle/rounding_bias.h"
 
 #include <algorithm>

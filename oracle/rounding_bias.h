@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bias test: whether a kernel's errors lean one way more than correct rounding can explain.
 //
 // No per-element bound can see an output conversion that truncates instead of rounding to nearest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "oracle/single_threaded_blas.h"
 
 #include <cblas.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CPU references call BLAS from inside their own parallel items, one item per core at a time.
 // OpenBLAS's threads inside those calls would only oversubscribe the cores, and after each call
 // they spin for a while waiting for more work: both references make BLAS single-threaded first.

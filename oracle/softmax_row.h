@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The passes over a softmax row, the oracle's hottest loops after its matrix products: the maximum,
 // the exponentials with their sum, and the normalised probabilities rounded to float. Vectorised
 // (the exponentials through glibc's libmvec, 2, 4 or 8 lanes, <= 4 ulp, where the build found it;

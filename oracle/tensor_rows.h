@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Rows of the strided input and output tensors, for the oracles that walk them: row (batch, seq,
 // head) of a tensor is its head_dim contiguous elements (the head_dim stride is always 1).
 #pragma once

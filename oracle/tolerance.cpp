@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tolerance model (derivation in docs/tolerance.md). For output element (b, h, i, d), with
 // p_ij the exact softmax probabilities, l_i = sum_j exp(s_ij - max_j s_ij), A_id = sum_j p_ij
 // |V_jd| and Vsum_d = sum_j |V_jd|, a kernel with fp16/bf16 inputs and fp32 accumulation that

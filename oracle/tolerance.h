@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How close is close enough: compares a kernel's output with the float64 reference under a
 // per-element bound derived from the dtype's unit roundoff and the data's scale
 // (docs/tolerance.md), and under FlashAttention's rule (at most twice the plain same-precision

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The baseline of the performance gate: a previous `fuzz_attention --bench --json` report, read
 // back, and the verdict of a case's new timings against the same case's timings in it.
 #pragma once

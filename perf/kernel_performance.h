@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How fast a kernel ran one case (fuzz_attention --bench): the settings of the measurement, every
 // timed repetition, their statistics, the work done, and, against a baseline, the verdict. Carried
 // by a case's result from the worker that timed it to every report, and read back from a JSON

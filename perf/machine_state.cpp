@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "perf/machine_state.h"
 
 #include <dlfcn.h>

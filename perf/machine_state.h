@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The state of the machine a benchmark ran on, read and never changed: on the CPU the frequency
 // governor, the load average and the core count; on an NVIDIA GPU what NVML reports (clocks,
 // temperature, power, throttle reasons, persistence mode, driver, ECC). A timing taken while the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Where a kernel's speed stands against its GPU's limits (the roofline model): a case whose
 // arithmetic intensity (FLOPs per byte moved) lies below the GPU's ridge point is bound by memory
 // bandwidth, above it by the tensor cores' peak; the verdict says which, and what fraction of that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The statistics of a kernel's timings that the performance gate (fuzz_attention --bench) reports
 // and compares. Timings on a shared machine are skewed (a preempted repetition is slow, never
 // fast) and sometimes bimodal, so the gate leans on the median and on intervals that assume no

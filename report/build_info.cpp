@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "report/build_info.h"
 
 #include <fstream>
@@ -23,6 +24,13 @@ std::string host_cpu_model() {
 }
 
 }  // namespace
+
+std::string version_text() {
+  return std::string("fuzz_attention ") + ATTNFUZZ_VERSION +
+         "\ngit commit: " + ATTNFUZZ_GIT_COMMIT + "\nbuild: " + ATTNFUZZ_BUILD_TYPE + ", " +
+         ATTNFUZZ_COMPILER + "\nCUDA: " + cuda_device_status().description + "\n" +
+         cublas_library_version() + "\nBLAS: " + blas_description() + "\n";
+}
 
 RunEnvironment describe_environment(std::string_view backend) {
   RunEnvironment environment;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched) with
 // the verdict, an error_ratio heatmap over the S x B x H grid for each kernel and dtype, the
 // failures, the skips by reason and the environment. Every piece of text from the report is

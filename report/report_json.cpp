@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JSON report. Field names of the earlier harness are kept (config.batch_size, config.seq_len,
 // correctness.passed, kernel_name, ...) so dashboards reading old reports read new ones.
 // Each case's record is case_to_json's (run/case_result_json.h).

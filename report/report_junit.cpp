@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JUnit XML for CI dashboards: one <testsuite> per matrix, one <testcase> per case. tinyxml2 builds
 // the document, so quoting and escaping of reasons and names are the library's job, not ours.
 #include <string>

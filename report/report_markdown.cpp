@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Markdown report, for a CI job's summary page ($GITHUB_STEP_SUMMARY): what a reviewer of a
 // pull request reads first, so failures come with their replay commands and skips with reasons.
 #include <sstream>
@@ -10,6 +11,22 @@
 
 namespace attnfuzz {
 namespace {
+
+// GitHub drops a job's step summary over 1 MiB entirely, and a summary is read by a person: each
+// table stops after this many rows with "and K more" (the JSON report has them all), and the
+// whole report is cut at kMaxMarkdownBytes, at a line's end.
+constexpr int kMaxFailureRows = 50;
+constexpr int kMaxSkipReasonRows = 20;
+constexpr int kMaxPerformanceRows = 100;
+constexpr std::size_t kMaxMarkdownBytes = 256 << 10;
+
+// The row that ends a table cut short: "and 12 more ...".
+void write_more_rows(std::ostream& out, int more, const char* what, int columns) {
+  if (more <= 0) return;
+  out << "| … and " << more << " more " << what << " (the JSON report lists them all) |";
+  for (int column = 1; column < columns; ++column) out << " |";
+  out << "\n";
+}
 
 // A table cell: printable, pipes escaped, line breaks folded, so a kernel's raw message cannot
 // break the table.
@@ -53,8 +70,9 @@ void write_bench_markdown(std::ostream& out, const RunReport& report) {
   }
   out << "\n| case | shape | median ms | 95% CI ms | p95 ms | cv | GFLOP/s | GB/s | vs baseline |\n"
       << "|---|---|---:|---|---:|---:|---:|---:|---|\n";
+  int rows = 0;
   for (const CaseResult& result : report.results) {
-    if (!result.performance) continue;
+    if (!result.performance || ++rows > kMaxPerformanceRows) continue;
     const KernelPerformance& performance = *result.performance;
     const TimingSummary& summary = performance.summary;
     std::string verdict = "-";
@@ -79,6 +97,7 @@ void write_bench_markdown(std::ostream& out, const RunReport& report) {
         << (performance.suspect.empty() ? "" : " (suspect: " + cell(performance.suspect) + ")")
         << " |\n";
   }
+  write_more_rows(out, rows - kMaxPerformanceRows, "timed cases", 9);
 }
 
 }  // namespace
@@ -100,13 +119,16 @@ std::string run_to_markdown(const RunReport& report,
     out << "\n### Failures\n\n"
         << "| case | kernel | plant | shape | error_ratio | reason | replay |\n"
         << "|---|---|---|---|---:|---|---|\n";
+    int rows = 0;
     for (const CaseResult& result : report.results) {
       if (result.status != CaseStatus::fail) continue;
+      if (++rows > kMaxFailureRows) continue;
       out << "| " << code(result.attention_case.id) << " | " << cell(result.kernel_name) << " | "
           << cell(result.plant) << " | " << cell(describe_case(result.attention_case)) << " | "
           << (result.ran ? significant_digits(result.comparison.error_ratio, 3) : std::string("-"))
           << " | " << cell(result.reason) << " | " << code(replay_of(result)) << " |\n";
     }
+    write_more_rows(out, rows - kMaxFailureRows, "failures", 7);
   }
 
   if (report.bench) write_bench_markdown(out, report);
@@ -114,12 +136,21 @@ std::string run_to_markdown(const RunReport& report,
   const std::vector<std::pair<std::string, int>> skip_reasons = skip_reasons_by_count(report);
   if (!skip_reasons.empty()) {
     out << "\n### Skipped, by reason\n\n| cases | reason |\n|---:|---|\n";
+    int rows = 0;
     for (const auto& [reason, count] : skip_reasons) {
+      if (++rows > kMaxSkipReasonRows) continue;
       out << "| " << count << " | " << cell(reason.empty() ? "(no reason given)" : reason)
           << " |\n";
     }
+    write_more_rows(out, rows - kMaxSkipReasonRows, "reasons", 2);
   }
-  return out.str();
+  std::string text = out.str();
+  if (text.size() > kMaxMarkdownBytes) {
+    text.resize(text.rfind('\n', kMaxMarkdownBytes) + 1);
+    text += "\n… cut at " + std::to_string(kMaxMarkdownBytes >> 10) +
+            " KiB (GitHub drops a step summary over 1 MiB): the JSON report has everything.\n";
+  }
+  return text;
 }
 
 }  // namespace attnfuzz

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The human-readable table on stdout: one row per case as it finishes, then the summary. The last
 // line of the summary, "P passed, F failed, S skipped", is read by CI tools: keep it exactly so.
 #include <algorithm>

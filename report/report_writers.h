@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Renderings of a run: the JSON report, JUnit XML, and the human-readable table. File writers are
 // atomic (temporary file, flush, rename): a reader never sees half a report. Renderers read the
 // counts from report.summary: call summarize() first.

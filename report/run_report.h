@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A whole run: where it ran, every case's result, and the summary that decides the exit code.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The performance gate of fuzz_attention --bench --baseline FILE: each timed case is judged
 // against the baseline's timings of the same case as it finishes (a regression fails the case,
 // so every report and the exit code carry it), and the run's summary says what was compared,

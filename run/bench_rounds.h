@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The later timing rounds of fuzz_attention --bench (perf/kernel_performance.h, BenchSettings):
 // after every case has run, passed and been timed once, each timed case is timed again, round
 // after round, contained in the workers as its first run was. Spreading a case's rounds over the

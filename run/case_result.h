@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The outcome of one case: what ran, the verdict and why, the error figures and the timings.
 // Reports (stdout table, JSON, JUnit) are all rendered from this record.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A case's result as JSON and back. The writer keeps the earlier harness's field names; the reader
 // is strict (every field it needs, of the right type) because what it reads comes from files and
 // processes that may have been cut off mid-write.

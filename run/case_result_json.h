@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One case's result as JSON, both ways: written into reports, streamed as JSON Lines while a run
 // goes on, sent from a worker process to its supervisor, and read back by --resume.
 #pragma once

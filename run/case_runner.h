@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs one case end to end: picks the kernel, checks it can run here, generates the inputs,
 // runs the kernel on a poisoned and fenced output, computes the oracle, and judges.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "run/case_worker.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The worker side of contained runs: a child process of fuzz_attention that runs the cases its
 // supervisor (run/worker_pool.h) sends, one at a time, and answers each with its result.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "run/child_process.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Child processes the harness starts and watches: how their endings read in messages, how their
 // deaths are noticed (a pidfd, not a pipe: a process the child forked may keep its pipes open
 // long after the child died), and one run of a short-lived child with its output and a time limit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs a CUDA-device kernel on host-generated data: the harness owns the memory on both sides.
 // The inputs (with their NaN guard tails) are copied to the device as they are; the output's whole
 // poisoned, fenced buffer goes over and comes back, so the host checks (unwritten elements, stray

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The kernel's output buffer, poisoned and fenced. Every element starts as the dtype's poison NaN
 // pattern; guard margins before and after the tensor and the row padding inside it must still hold
 // that pattern after the kernel ran. An element still holding it was never written (the tolerance

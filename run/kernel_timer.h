@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Times a kernel on one case for fuzz_attention --bench, after the case has passed: untimed
 // warm-up calls, then timed calls until the median is known closely enough or the case's time
 // budget is spent (perf/kernel_performance.h, BenchSettings). A host kernel is timed by the steady

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "run/repeat_difference.h"
 
 #include <sstream>

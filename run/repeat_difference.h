@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The determinism check: a kernel run again on the same inputs, into a freshly poisoned output,
 // must write the same bits. A race, an atomic reduction in varying order or a read of
 // uninitialised memory shows as an element that differs between runs, often by one ulp, well

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "run/replay_command.h"
 
 #include "kernels/planted_bug.h"

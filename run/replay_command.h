@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fuzz_attention command that reruns a failing case, as one shell command line: what the
 // matrix runner, the property search and the libFuzzer target print after a failure.
 #pragma once

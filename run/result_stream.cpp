@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "run/result_stream.h"
 
 #include <fcntl.h>

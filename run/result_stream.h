@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The run's results as JSON Lines, one case_to_json record per line, appended the moment each case
 // finishes: written, flushed to the kernel and synced to disk before the next case starts, so a
 // run killed with -9 (or a machine that loses power) keeps every case it finished. --resume reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs the cases of a matrix and keeps every result: cases already in a --resume stream are taken
 // from it, the rest run contained in worker processes (run/worker_pool.h) or, on request, in this
 // process; each new result goes to the --stream file the moment it exists, before it is shown.

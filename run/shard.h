@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Splitting a matrix between CI jobs (or GPUs): `--shard I/N` runs the I-th of N deterministic,
 // disjoint parts whose union is the whole matrix. Cases are dealt round-robin by their position,
 // so every shard gets a like share of the small edge cases and of the large ones.

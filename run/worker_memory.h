@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How much memory a worker process may use, and how the supervisor measures it.
 //
 // The supervisor watches each busy worker's resident memory (as libFuzzer's -rss_limit_mb does)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Workers are started with fork + exec of fuzz_attention itself (never a bare fork: the supervisor
 // may hold a CUDA context, which a forked child cannot use), each in a process group of its own.
 // The group is killed whenever its worker ends (the watchdog's SIGKILL, a crash, a normal exit):

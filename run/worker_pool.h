@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The supervisor side of contained runs: cases run in worker processes (run/case_worker.h), so a
 // kernel that crashes, hangs or exhausts memory costs its own case and nothing else. A fresh
 // worker takes the remaining cases; with several devices, one worker per device shares them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Is the performance gate honest? Each repetition times a matrix three times in a row:
 #   (1) fuzz_attention --bench --json baseline.json                 (the baseline)
 #   (2) the same build again with --baseline baseline.json          (must exit 0: no regression)
@@ -26,7 +27,7 @@ while (($#)); do
     --kernel) kernel=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "bench_gate: unknown argument '$1'" >&2; exit 3 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch's scaled_dot_product_attention on the shapes bench_cuda_flash times, for comparison.
 
 Model width 2048 (heads = 2048 / head_dim), 16384 tokens per batch (batch = 16384 / seq_len), fp16,

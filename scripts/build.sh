@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the dependencies (scripts/install_deps.sh), configures and builds attnfuzz into
 # ${ATTNFUZZ_BUILD_DIR:-build}. Idempotent and incremental: rerunning rebuilds only what changed.
 # Extra arguments go to CMake's configure step, e.g. scripts/build.sh -DATTNFUZZ_ENABLE_CUDA=OFF

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Downloads the Debian packages attnfuzz builds against into .gpu-deps/ (ignored by git), for a GPU
 # machine that reaches no package registry: carry the folder there and scripts/gpu_validate.sh
 # unpacks it into its build folder (never into /). The CUDA toolkit, CMake, ninja and a C++

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: builds attnfuzz and runs fuzz_attention on its built-in default matrix
 # (corpus/matrix/pr.json). Arguments go to fuzz_attention, e.g. scripts/fuzz.sh --json report.json
 set -euo pipefail

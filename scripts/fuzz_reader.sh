@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fuzzes one of the harness's readers of untrusted bytes: builds its libFuzzer target (ASan +
 # UBSan, the nested build in cmake/LibFuzzer.cmake) if needed, then runs it on a scratch copy of
 # its corpus, so the shipped corpus is never written. Prints libFuzzer's final lines
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 reader=${1:-}
 case "$reader" in
   matrix_parser|saved_input) shift ;;
-  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
   *) echo "fuzz_reader: expected a READER (matrix_parser or saved_input), got '$reader' (see --help)" >&2
      exit 3 ;;
 esac

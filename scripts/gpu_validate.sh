@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GPU validation in one command, on a machine with an NVIDIA GPU. Builds for that GPU, then runs
 # and records, commands and raw output, in validation-logs/<date>-<gpu>.md (ignored by git: a CI
 # run uploads it as an artifact). The short record of a validation (what ran, figures, findings)
@@ -46,7 +47,7 @@ while (($#)); do
     --step-timeout) step_timeout=$2; shift 2 ;;
     --no-werror) werror=OFF; shift ;;
     --dry-run) dry_run=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "gpu_validate: unknown argument '$1'" >&2; exit 3 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Renders an HTML report (fuzz_attention --html FILE) to a PNG with headless Chromium, to look at
 # the page the way a reader will. Installs Debian's chromium first when no Chromium is on PATH (as
 # root or with sudo, like scripts/install_deps.sh).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs attnfuzz's build and test dependencies from Debian packages. Idempotent: packages that are
 # already present are left alone, so it is cheap to call from every entry point (README, .ci/run).
 # The CUDA toolkit is not installed here: CUDA targets build when nvcc is on PATH and are left out

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What the harness is worth: for every planted bug of a kernel, whether each engine kills it and
 # how long that takes from a clean start:
 #   (1) the seed's 27-config matrix   fuzz_attention --configs corpus/matrix/seed27.json --fail-fast
@@ -28,7 +29,7 @@ while (($#)); do
     --plants) plants=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --no-seed27) seed27_column=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "kill_rate: unknown argument '$1'" >&2; exit 3 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer: the asan-ubsan presets
 # of CMakePresets.json (g++, RelWithDebInfo, CPU only, no nested libFuzzer build), configured,
 # built and tested in build-asan-ubsan/. The test preset sets ASAN_OPTIONS and UBSAN_OPTIONS (a

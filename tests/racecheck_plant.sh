@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ctest: compute-sanitizer racecheck reports the race of the missing_syncthreads plant. A race is
 # caught by seeing the unordered shared-memory accesses, not by its (timing-dependent) effect on
 # the output, so this, not the comparison, is the detection claim for that plant.

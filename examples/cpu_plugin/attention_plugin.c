@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* An attnfuzz plugin in plain C: the five functions of the plugin ABI around a straightforward
  * attention forward pass on the host (naive_attention.c), the kind of reference a kernel author
  * writes first. docs/plugin.md builds and runs it:

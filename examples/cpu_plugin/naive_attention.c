@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The example plugin's attention forward pass (naive_attention.h). */
 #include "naive_attention.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The example plugin's attention, apart from the ABI glue (attention_plugin.c) so that other
  * plugins can reuse it: a straightforward forward pass on the host, the kind of reference a kernel
  * author writes first. Scores and softmax in fp32 (max-subtracted), P kept in fp32, output rounded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An attnfuzz plugin whose kernel runs on a CUDA device: the five functions of the plugin ABI
 // around naive_attention.cu, one thread block per query row, scores and softmax in fp32 in shared
 // memory. The harness copies the inputs to the device, fences the output, and passes device

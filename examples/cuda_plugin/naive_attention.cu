@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA example plugin's attention (naive_attention.h): one thread block per query row.
 #include "naive_attention.h"
 

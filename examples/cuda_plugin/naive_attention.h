@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA example plugin's attention, apart from the ABI glue (attention_plugin.cu) so that other
 // plugins can reuse it: one thread block per query row, scores and softmax in fp32 in shared
 // memory, launched on the harness's stream with device pointers.

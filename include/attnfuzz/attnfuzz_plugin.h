@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* attnfuzz plugin ABI: put your attention kernel under attnfuzz's test without rebuilding it.
  *
  * Build a shared library that includes this header and defines the five functions below (plain C

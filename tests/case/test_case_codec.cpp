@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Cases as bytes and as JSON: round trips, and every byte string either decodes to a valid case
 // or is rejected with a reason.
 #include "case/case_codec.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The case schema (case/case_schema.h) against every form of a case: each row of the table
 // reaches the matrix reader, the JSON writer, a report's config, the validity check and the
 // problem (or the layout, the data, the kernel) that it claims to change.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Input generation: the data of a case is a pure function of (problem, distribution, seed), each
 // tensor its own stream, padding poisoned, and every named distribution has the property its
 // description promises.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fitting a case under the work cap: only as far as needed, the least telling axes first, tail
 // tiles and GQA kept while there is room for them, and always under the cap.
 #include "case/work_cap.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention end to end: the real binary on small matrix files in a temporary folder. Exit
 // codes (0 pass, 1 fail, 2 nothing ran, 3 harness error), the failing element and the replay
 // command, every harness error naming its cause, the JSON and JUnit reports, --list-kernels and
@@ -326,6 +327,10 @@ INSTANTIATE_TEST_SUITE_P(
                          R"({"name": "t", "cases": [{"seq_len": 70}]})",
                          "--configs {matrix} --bench --baseline {matrix}",
                          {"--baseline", "no \"bench\" section"}},
+        HarnessErrorCase{"two_reports_on_stdout",
+                         kValidMatrix,
+                         "--configs {matrix} --json - --junit -",
+                         {"--json and --junit both name standard output (-)"}},
         HarnessErrorCase{"bench_with_resume",
                          kValidMatrix,
                          "--configs {matrix} --bench --resume {matrix}",
@@ -397,6 +402,45 @@ TEST_F(FuzzAttention, ACaseFileCutShortIsReplayedSayingWhichFieldsTookTheirDefau
   EXPECT_THAT(result.err, HasSubstr("ends after 20 bytes, before its field 'seed'"));
   const RunResult intact = run("--describe " + quoted(path("saved/t_0").string()));
   EXPECT_THAT(intact.err, Not(HasSubstr("ends after")));
+}
+
+TEST_F(FuzzAttention, DescribePrintsOneMatrixDocumentThatRunsTheSameCases) {
+  write("two.json", kTwoCases);
+  const RunResult described = run("--describe " + quoted(path("two.json").string()));
+  ASSERT_EQ(described.exit_code, 0) << described.err;
+  const nlohmann::json document = nlohmann::json::parse(described.out);  // one document, not two
+  EXPECT_EQ(document["name"], "two.json");
+  ASSERT_EQ(document["cases"].size(), 2u);
+  EXPECT_EQ(document["cases"][1]["seq_len_k"], 130);
+  write("described.json", described.out);
+  const RunResult rerun = run("--configs " + quoted(path("described.json").string()));
+  EXPECT_EQ(rerun.last_line(), "2 passed, 0 failed, 0 skipped");
+}
+
+TEST_F(FuzzAttention, AReportOnStandardOutputLeavesItAloneThereAndTheTableGoesToStderr) {
+  const RunResult result = run_matrix(kTwoCases, "--json -");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);  // nothing but the report
+  EXPECT_EQ(report["summary"]["passed"], 2);
+  EXPECT_THAT(result.err, HasSubstr("2 passed, 0 failed, 0 skipped"));
+  EXPECT_FALSE(std::filesystem::exists(path("-")));
+}
+
+TEST_F(FuzzAttention, TheMarkdownSummaryIsAddedToWhatItsFileHolds) {
+  write("summary.md", "## an earlier step\n");
+  ASSERT_EQ(run_matrix(kTwoCases, "--markdown " + quoted(path("summary.md").string())).exit_code,
+            0);
+  const std::string summary = read_file(path("summary.md"));
+  EXPECT_THAT(summary, StartsWith("## an earlier step\n\n## attnfuzz t: PASS"));
+}
+
+TEST_F(FuzzAttention, VersionNamesTheReleaseTheCommitTheBuildAndTheCudaLibraries) {
+  const RunResult result = run("--version");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, StartsWith("fuzz_attention 0."));
+  EXPECT_THAT(result.out, HasSubstr("git commit: "));
+  EXPECT_THAT(result.out, HasSubstr("CUDA: "));
+  EXPECT_THAT(result.out, HasSubstr("BLAS: "));
 }
 
 TEST_F(FuzzAttention, AStreamFileThatIsNotAStreamOfThisRunIsRefusedAndKept) {

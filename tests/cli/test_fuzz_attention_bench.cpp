@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention --bench end to end: the real binary times a small matrix, keeps the seed's report
 // fields, passes against a baseline of itself, fails against it with the slow_extra_pass plant
 // switched on, and refuses a baseline timed elsewhere unless told to compare anyway.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fp16/bf16 storage types: widening is exact and narrowing rounds to nearest, ties to even, checked
 // exhaustively over all 65536 patterns and every midpoint, against the compiler's _Float16
 // conversion and against a reference written from the formats' definitions.

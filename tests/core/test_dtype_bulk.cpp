@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whole-row conversions give what the one-value conversions of core/dtype.h give: widening every
 // pattern to its exact value, and rounding to the dtype, on every tie and near-tie and on random
 // bit patterns, whatever the row's length (eight at a time, then a tail).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // LargeBuffer: a std::vector whose large allocations sit on 2 MiB boundaries (huge-page
 // candidates) and that keeps every std::vector guarantee its users rely on.
 #include "core/large_buffer.h"

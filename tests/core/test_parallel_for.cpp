@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // parallel_for: every item runs exactly once whatever the thread count, a body's exception reaches
 // the caller after every thread has stopped, and the default thread count can be set and restored.
 #include "core/parallel_for.h"

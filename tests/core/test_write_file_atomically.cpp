@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // write_file_atomically(): the file ends up with exactly the new contents, no temporary file is
 // left behind, and a directory that does not exist is a HarnessError naming the path; a symbolic
 // link stays a link and its target is written; a FIFO is written in place, not replaced;

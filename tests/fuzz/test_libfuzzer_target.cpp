@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The libFuzzer engine end to end through its binary: it finds every planted bug from a clean
 // start (the shipped seeds and dictionary, an empty working corpus), its crash file replays
 // through fuzz_attention with exit 1, and -minimize_crash shrinks it. The correct kernel runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The property engine: every property holds for the correct kernel on random cases, and the
 // search finds every planted bug from a clean start, shrinks it, saves it, and the saved case
 // replays the failure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shipped seed corpus: every file is a case that runs as saved. libFuzzer starts from these;
 // a seed that decoded to nothing, or only after fitting, would leave the fuzzer to rediscover by
 // mutation what the corpus claims to hold.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cpu_flash against the oracle through the real case runner: the tolerance never flags the
 // correct kernel on thousands of random cases, and always flags each planted bug on every case in
 // which that bug changes the result by more than rounding can.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA kernels (cuda_flash, cuda_naive). What they declare is checked on every CUDA build;
 // running them needs a GPU, and without one those tests report skipped, never passed:
 //   - both pass every case of the shipped edge matrix and many random cases against the oracle;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernels from plugins (include/attnfuzz/attnfuzz_plugin.h): the example plugin passes every edge
 // case, its copy with a planted causal off-by-one fails with the failing element named, and each
 // malformed plugin is refused with a message that names its problem, through the loader and

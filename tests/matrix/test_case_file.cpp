@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Saved cases on disk (matrix/case_file.h): a binary file is one case named after the file, a JSON
 // file is a matrix, and anything else is a HarnessError naming the file.
 #include "matrix/case_file.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Matrix files: expansion, layering, ids, includes, every error class, and the shipped corpus.
 #include "matrix/matrix_file.h"
 

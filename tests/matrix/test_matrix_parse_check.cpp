@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matrix reader's contract check (matrix/matrix_parse_check.h): the fuzzing corpus
 // (corpus/matrix_parser/ and the shipped matrices of corpus/matrix/) keeps it, and the check is
 // honest: fake readers that plant each kind of misbehaviour are reported, located messages of every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cuBLAS float64 oracle agrees with the CPU float64 oracle to about 1e-12 of each element's
 // scale (A_id = sum_j p_ij |V_jd|, which bounds |O_id|), on every field the tolerance reads but
 // the magnitude: the GPU computes A in float64, the CPU in float rounded up to a bound, so the

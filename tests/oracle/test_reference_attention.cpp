@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The float64 oracle against cases computed by hand and against a naive float64 triple loop.
 #include "oracle/reference_attention.h"
 

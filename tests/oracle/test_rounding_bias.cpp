@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bias test: correct rounding never leans; truncation and one-way rounding always do, and the
 // self-normalised statistic keeps its derived false-alarm rate on symmetric errors of any size.
 #include "oracle/rounding_bias.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Both CPU references run OpenBLAS single-threaded inside their own parallel items, even after
 // something else in the process (a benchmark's DGEMM) gave BLAS every core.
 #include "oracle/single_threaded_blas.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tolerance: what it accepts, what it rejects, and how it reports the first failing element.
 #include "oracle/tolerance.h"
 

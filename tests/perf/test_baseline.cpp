@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The baseline: a --bench --json report read back (or refused, naming the file and the problem),
 // the identity check, and the verdict on new timings against it.
 #include "perf/baseline.h"

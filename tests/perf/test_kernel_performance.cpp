@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A case's performance record: summarized from its rounds, written under the seed's names and
 // the new ones, read back whole, rounds added, and malformed records refused with the field named.
 #include "perf/kernel_performance.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The machine's state, read and never changed: the CPU's is always there; the GPU's is read through
 // NVML where the driver has it, and otherwise says why not. Throttle reasons that slow the clocks
 // make a timing suspect; an idle GPU or one at its application clocks does not.

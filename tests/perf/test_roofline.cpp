@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The roofline: known GPUs found by the names CUDA reports (the specific before the general), and
 // a verdict that calls a low-intensity case memory-bound and a high-intensity one compute-bound,
 // with the fraction of the binding roof reached.

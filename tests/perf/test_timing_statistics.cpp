@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The performance gate's statistics: percentiles by linear interpolation, a summary whose every
 // figure is checked on samples with known answers, bootstrap intervals that cover the truth about
 // 95% of the time, and a regression verdict that noise alone does not reach while a real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plugin whose forward call always fails with a message, and that declines head_dim 96:
  * the failure must carry its message, the decline its reason. */
 #include <stdio.h>

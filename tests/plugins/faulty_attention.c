@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Plugins that misbehave on one shape, for the containment tests: the example plugin's correct
  * attention (examples/cpu_plugin/naive_attention.c), except that a case with
  * seq_len_k == FAULT_SEQ_LEN_K does what FAULT_KIND says:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A CUDA plugin that writes through a wild device pointer on one shape, for the containment
 // tests on a GPU: the CUDA example's correct attention (examples/cuda_plugin/naive_attention.cu),
 // except that a case with seq_len_k == 97 launches a kernel storing far outside the output. The

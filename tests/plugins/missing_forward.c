@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plugin that forgot to export its forward function: the harness must name the symbol. */
 #include "attnfuzz/attnfuzz_plugin.h"
 

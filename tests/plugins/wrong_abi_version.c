@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plugin built against another ABI version: the harness must refuse it by name. */
 #include "attnfuzz/attnfuzz_plugin.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The HTML report: the page parses as XML, the heatmap has one cell per grid point with failing
 // and skipped cells marked, failures and skips are listed, the environment is shown, every piece of
 // report text is escaped, and nothing is loaded from anywhere.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JSON report: every field of the earlier harness is there with the right value, a case that
 // did not run has null correctness, and non-finite figures become null so the document stays JSON.
 #include <cmath>

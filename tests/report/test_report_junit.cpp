@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JUnit XML: parsed back with tinyxml2, the counts, the per-case elements and their messages are
 // what a CI dashboard needs, and awkward characters in a reason survive the round trip.
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Markdown summary: the verdict line, one failure row per failing case with its replay
 // command, skipped cases counted by reason, and cells that a kernel's message cannot break.
 #include <string>
@@ -85,6 +86,24 @@ TEST(ReportMarkdown, PipesAndLineBreaksInAReasonCannotBreakTheTable) {
   ASSERT_NE(row, std::string::npos);
   const std::string row_line = markdown.substr(row, markdown.find('\n', row) - row);
   EXPECT_EQ(count_pipes(row_line), count_pipes(header_line)) << row_line;
+}
+
+TEST(ReportMarkdown, ThreeThousandFailuresMakeASummaryOfFiftyRowsAndACount) {
+  std::vector<CaseResult> results;
+  for (int index = 0; index < 3000; ++index) {
+    results.push_back(result_of("edges/" + std::to_string(index), CaseStatus::fail,
+                                std::string(300, 'x')));  // a long reason, as real ones can be
+  }
+  for (int index = 0; index < 30; ++index) {
+    results.push_back(result_of("s/" + std::to_string(index), CaseStatus::skip,
+                                "reason " + std::to_string(index)));
+  }
+  const std::string markdown = run_to_markdown(run_of(results), replay);
+  EXPECT_LT(markdown.size(), 256u << 10);
+  EXPECT_THAT(markdown, HasSubstr("`edges/49`"));
+  EXPECT_THAT(markdown, Not(HasSubstr("`edges/50`")));
+  EXPECT_THAT(markdown, HasSubstr("| … and 2950 more failures (the JSON report lists them all) |"));
+  EXPECT_THAT(markdown, HasSubstr("| … and 10 more reasons"));
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The stdout table: one row per case with its status and id, a reason line under failures and
 // skips, and a summary whose last line CI tools read.
 #include <sstream>

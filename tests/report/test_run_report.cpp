@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // summarize(): the counts and the exit code a CI script acts on.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The gate's verdict on each timed case: against the same case of the baseline (same id and
 // config), a regression fails the case with the figures in its reason; a case the baseline lacks
 // or ran with another config is reported, not judged; the tally lists the ids the baseline timed

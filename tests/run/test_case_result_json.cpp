@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A case's result survives the trip to JSON and back (as it does between a worker and its
 // supervisor, and through a --resume stream): every field, the failing element, a skip's cause
 // and a crashed worker's last output; nulls come back as NaN; a record of another case, or of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fenced output buffer: writes to every element go unreported, and a write before the first
 // element, past the last one or into row padding is reported with where it landed, in both
 // layouts.

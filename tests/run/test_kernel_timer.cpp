@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Timing one round of a kernel: warm-up first, then timed calls until the median is known closely
 // enough, the round's time is spent or the repetitions run out; the work counted as the gate's
 // throughput figures count it; a kernel that fails while timed is an error, not a timing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The determinism check's comparison: silent on identical outputs, and otherwise naming the first
 // differing element in (batch, head, row, dim) order, both values and how many elements differ.
 #include "run/repeat_difference.h"

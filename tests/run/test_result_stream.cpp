@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JSON Lines stream: each appended result is a line of its own, on disk at once; reading back
 // gives every complete line in order and leaves out a last line cut off mid-write; reopening cuts
 // that partial line away so new records start clean; a line that is not JSON is a harness error; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Contained, streamed and resumable runs, end to end through the real binary: kernels that crash,
 // hang or exhaust memory on one shape (tests/plugins/faulty_attention.c) cost that case only; a
 // run killed with -9 keeps every finished case in its stream and --resume finishes the rest; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // --shard I/N: the shards of a matrix are disjoint, together are the whole matrix, differ in size
 // by at most one case, and a malformed spec is refused with the spec named.
 #include "run/shard.h"

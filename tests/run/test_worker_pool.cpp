@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The supervisor alone, with small /bin/sh workers that speak the protocol (run/case_worker.h):
 // every case ends in exactly one answer or loss; a worker that dies or hangs costs its case and a
 // fresh one takes the rest; a worker that cannot start is a harness error; a handler can stop the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading back what a test, or a run it started, wrote: the whole file as bytes with
 // core/file_io.h's read_file (a file that cannot be read throws HarnessError, which fails the
 // test with the path and the reason), and text split into its lines.

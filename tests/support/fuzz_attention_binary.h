@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs the real fuzz_attention binary for end-to-end tests: each test gets a temporary folder of
 // its own for matrices, outputs and reports, and the exit code, stdout and stderr of each run.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How GoogleTest prints the catalogue rows that parameterised tests run over: by name, so that
 // ctest lists "GetParam() = drop_last_key_tile" instead of the row's bytes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether a process the tests watched is gone: for the tests that processes a kernel starts never
 // outlive their worker, their run, or a harness killed with -9.
 #pragma once

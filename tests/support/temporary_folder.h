@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A folder of its own for each test, under the system's temporary folder, removed afterwards. It
 // is named after the process and the test, so the tests that ctest runs in parallel processes
 // never share one. Derive a fixture from it and keep the test's files in folder_.
