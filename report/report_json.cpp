@@ -55,6 +55,7 @@ json run_to_json(const RunReport& report) {
   for (const CaseResult& result : report.results) results.push_back(case_to_json(result));
 
   json document = {
+      {"schema_version", kReportSchemaVersion},
       {"summary",
        {
            {"matrix_name", summary.matrix_name},

@@ -17,7 +17,12 @@
 
 namespace attnfuzz {
 
-// The whole run; each case as case_to_json (run/case_result_json.h) writes it.
+// The JSON report's format: raised when a field changes meaning or goes away (a field added keeps
+// it). 1: the correctness report with `performance` and `bench` for --bench runs.
+inline constexpr int kReportSchemaVersion = 1;
+
+// The whole run, under "schema_version"; each case as case_to_json (run/case_result_json.h) writes
+// it.
 nlohmann::json run_to_json(const RunReport& report);
 
 std::string run_to_junit_xml(const RunReport& report);

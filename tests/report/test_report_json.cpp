@@ -125,6 +125,10 @@ void expect_element(const json& element, const ElementReport& expected) {
   EXPECT_EQ(element.at("fault"), std::string(element_fault_name(expected.fault)));
 }
 
+TEST(ReportJson, TheReportNamesItsSchemaVersion) {
+  EXPECT_EQ(round_trip(run_to_json(sample_run())).at("schema_version"), kReportSchemaVersion);
+}
+
 TEST(ReportJson, RunSummaryRoundTripsWithCountsAndExitCode) {
   const json summary = round_trip(run_to_json(sample_run())).at("summary");
   EXPECT_EQ(summary.at("matrix_name"), "smoke");
