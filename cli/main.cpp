@@ -627,7 +627,8 @@ std::vector<ReportFile> report_files(const HarnessOptions& options, const RunRep
 // carries the report alone (e.g. `--json - | jq`).
 constexpr std::string_view kStandardOutput = "-";
 
-// Standard output as it was when the program started, before route_table_to_stderr.
+// Standard output as it was when the program started, before check_outputs sends std::cout to
+// stderr.
 std::ostream& report_stdout() {
   static std::ostream stream(std::cout.rdbuf());
   return stream;
