@@ -2,6 +2,7 @@
 #include "cli/harness_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
@@ -9,6 +10,50 @@
 #include "core/harness_error.h"
 
 namespace attnfuzz {
+namespace {
+
+// The edit distance between two flags (insertions, deletions, substitutions, transpositions of
+// neighbours), for "did you mean".
+std::size_t edit_distance(std::string_view from, std::string_view to) {
+  std::vector<std::vector<std::size_t>> cost(from.size() + 1,
+                                             std::vector<std::size_t>(to.size() + 1));
+  for (std::size_t i = 0; i <= from.size(); ++i) cost[i][0] = i;
+  for (std::size_t j = 0; j <= to.size(); ++j) cost[0][j] = j;
+  for (std::size_t i = 1; i <= from.size(); ++i) {
+    for (std::size_t j = 1; j <= to.size(); ++j) {
+      cost[i][j] = std::min({cost[i - 1][j] + 1, cost[i][j - 1] + 1,
+                             cost[i - 1][j - 1] + (from[i - 1] == to[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && from[i - 1] == to[j - 2] && from[i - 2] == to[j - 1]) {
+        cost[i][j] = std::min(cost[i][j], cost[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return cost[from.size()][to.size()];
+}
+
+// "; did you mean --bench?" for the first unexpected argument of CLI11's message when a visible
+// flag lies within a third of its length in edits; else "".
+std::string closest_flag_hint(const CLI::App& app, std::string_view message) {
+  const std::size_t dash = message.find("--");
+  if (dash == std::string_view::npos) return "";
+  std::string_view typed = message.substr(dash);
+  typed = typed.substr(0, std::min(typed.find_first_of(" ="), typed.size()));
+  std::string best;
+  std::size_t best_distance = typed.size() / 3 + 1;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_group().empty()) continue;  // hidden
+    for (const std::string& name : option->get_lnames()) {
+      const std::size_t distance = edit_distance(typed, "--" + name);
+      if (distance < best_distance) {
+        best_distance = distance;
+        best = "--" + name;
+      }
+    }
+  }
+  return best.empty() ? "" : "; did you mean " + best + "?";
+}
+
+}  // namespace
 
 HarnessOptions parse_harness_options(int argc, char** argv) {
   HarnessOptions options;
@@ -16,6 +61,8 @@ HarnessOptions parse_harness_options(int argc, char** argv) {
       "fuzz_attention: checks attention kernels against a float64 oracle.\n"
       "Exit codes: 0 pass, 1 a case failed, 2 nothing could run, 3 harness error.",
       "fuzz_attention"};
+  // --help shows each option's default beside it ("[2]", "[auto]").
+  app.option_defaults()->always_capture_default();
 #define ATTNFUZZ_FLAG_OPTION(member, flag, help) app.add_option(flag, options.member, help)
 #define ATTNFUZZ_FLAG_SHARED_OPTION(member, flag, help) ATTNFUZZ_FLAG_OPTION(member, flag, help)
 #define ATTNFUZZ_FLAG_FLAG(member, flag, help) app.add_flag(flag, options.member, help)
@@ -37,6 +84,9 @@ HarnessOptions parse_harness_options(int argc, char** argv) {
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     std::exit(0);
+  } catch (const CLI::ExtrasError& error) {
+    throw HarnessError(std::string("command line: ") + error.what() +
+                       closest_flag_hint(app, error.what()) + " (see --help)");
   } catch (const CLI::ParseError& error) {
     throw HarnessError(std::string("command line: ") + error.what() + " (see --help)");
   }

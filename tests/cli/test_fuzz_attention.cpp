@@ -327,6 +327,14 @@ INSTANTIATE_TEST_SUITE_P(
                          R"({"name": "t", "cases": [{"seq_len": 70}]})",
                          "--configs {matrix} --bench --baseline {matrix}",
                          {"--baseline", "no \"bench\" section"}},
+        HarnessErrorCase{"misspelt_flag",
+                         kValidMatrix,
+                         "--configs {matrix} --bnech",
+                         {"--bnech; did you mean --bench?"}},
+        HarnessErrorCase{"unknown_flag_far_from_any",
+                         kValidMatrix,
+                         "--configs {matrix} --zzzzzzzz",
+                         {"not expected: --zzzzzzzz (see --help)"}},
         HarnessErrorCase{"two_reports_on_stdout",
                          kValidMatrix,
                          "--configs {matrix} --json - --junit -",
@@ -637,6 +645,10 @@ TEST_F(FuzzAttention, HelpExitsZeroAndDescribesEveryFlagAndTheExitCodes) {
     EXPECT_THAT(result.out, HasSubstr(flag));
   }
   EXPECT_THAT(result.out, HasSubstr("Exit codes: 0 pass, 1 a case failed, 2 nothing could run, 3"));
+  // Each option with its default beside it.
+  EXPECT_THAT(result.out, HasSubstr("--repeats INT=2"));
+  EXPECT_THAT(result.out, HasSubstr("--backend TEXT=auto"));
+  EXPECT_THAT(result.out, HasSubstr("--max-slowdown FLOAT=0.03"));
 }
 
 }  // namespace
