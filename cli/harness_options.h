@@ -94,6 +94,8 @@ namespace attnfuzz {
   X(FLAG, bool, fail_fast, "--fail-fast", false,                                                   \
     "Stop at the first failing case (or, with --properties, the first failing property)")          \
   X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")   \
+  X(OPTION, double, progress_every, "--progress-every", 10.0,                                      \
+    "When stderr is not a terminal (a CI log), a progress line there every S seconds (0: none)")   \
   X(FLAG, bool, list_kernels, "--list-kernels", false,                                             \
     "List kernels, what they support and their planted bugs, then exit")                           \
   X(FLAG, bool, version, "--version", false,                                                       \

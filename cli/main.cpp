@@ -368,6 +368,11 @@ CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char*
   // Limits past these are typing mistakes, and larger numbers would overflow the deadline's and
   // the byte count's arithmetic (an infinite timeout used to spin a core, a huge limit to wrap
   // negative and switch itself off).
+  if (!(options.progress_every >= 0.0 && options.progress_every <= kMaxCaseTimeoutSeconds)) {
+    throw HarnessError("--progress-every: must be from 0 (no progress lines) to " +
+                       std::to_string(static_cast<long long>(kMaxCaseTimeoutSeconds)) +
+                       " seconds, got " + std::to_string(options.progress_every));
+  }
   if (!(options.case_timeout >= 0.0 && options.case_timeout <= kMaxCaseTimeoutSeconds)) {
     throw HarnessError("--case-timeout: must be from 0 (no limit) to " +
                        std::to_string(static_cast<long long>(kMaxCaseTimeoutSeconds)) +
@@ -453,17 +458,49 @@ void print_run_header(std::ostream& out, const HarnessOptions& options, std::siz
       << "\n";
 }
 
+// Off a terminal (a CI log, where a two-hour GPU run would otherwise say nothing until its end): a
+// line on stderr at most every --progress-every seconds, as cases finish: counts, failures so
+// far, the time taken and an estimate of the time left.
+class ProgressLog {
+ public:
+  ProgressLog(double every_seconds, std::size_t total) : every_(every_seconds), total_(total) {}
+
+  void finished(const CaseResult& result) {
+    ++finished_;
+    failed_ += result.status == CaseStatus::fail ? 1 : 0;
+    skipped_ += result.status == CaseStatus::skip ? 1 : 0;
+    if (every_ <= 0 || seconds_since(last_) < every_) return;
+    last_ = std::chrono::steady_clock::now();
+    const double elapsed = seconds_since(started_);
+    const double left = elapsed / static_cast<double>(finished_) *
+                        static_cast<double>(total_ > finished_ ? total_ - finished_ : 0);
+    std::cerr << "progress: " << finished_ << "/" << total_ << " cases, " << failed_ << " failed, "
+              << skipped_ << " skipped, " << fixed_decimals(elapsed, 0) << " s, about "
+              << fixed_decimals(left, 0) << " s left\n"
+              << std::flush;
+  }
+
+ private:
+  double every_;
+  std::size_t total_, finished_ = 0, failed_ = 0, skipped_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = started_;
+};
+
 // Runs the cases, printing each result's table row as it finishes (with --quiet only failures and
-// skips; replayed cases also as JSON) and, on a terminal, a progress line on stderr.
+// skips; replayed cases also as JSON) and a progress line on stderr: kept up to date on a
+// terminal, now and then otherwise (ProgressLog).
 CaseRunOutcome run_showing_progress(const HarnessOptions& options, const CaseRunner& runner,
                                     const std::vector<AttentionCase>& cases,
                                     const CaseRunSettings& case_run) {
   if (!options.quiet) write_table_header(std::cout);
   const bool replaying = !options.replay.empty();
   const bool show_progress = isatty(STDERR_FILENO) != 0;
+  ProgressLog log(show_progress ? 0.0 : options.progress_every, cases.size());
   std::size_t finished = 0;
   CaseRunOutcome outcome = run_cases(runner, cases, case_run, [&](const CaseResult& result) {
     ++finished;
+    log.finished(result);
     if (show_progress) std::cerr << "\r\033[K" << std::flush;
     if (!options.quiet || result.status != CaseStatus::pass) write_table_row(std::cout, result);
     if (replaying) print_replayed_case(std::cout, result);

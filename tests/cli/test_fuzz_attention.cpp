@@ -434,6 +434,16 @@ TEST_F(FuzzAttention, AReportOnStandardOutputLeavesItAloneThereAndTheTableGoesTo
   EXPECT_FALSE(std::filesystem::exists(path("-")));
 }
 
+TEST_F(FuzzAttention, OffATerminalProgressLinesGoToStderrNowAndThen) {
+  const RunResult result = run_matrix(kTwoCases, "--progress-every 0.000001");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("progress: 1/2 cases, 0 failed, 0 skipped, "));
+  EXPECT_THAT(result.err, HasSubstr("progress: 2/2 cases, 0 failed, 0 skipped, "));
+  EXPECT_THAT(result.out, Not(HasSubstr("progress:")));
+  const RunResult quiet = run_matrix(kTwoCases, "--progress-every 0");
+  EXPECT_THAT(quiet.err, Not(HasSubstr("progress:")));
+}
+
 TEST_F(FuzzAttention, TheMarkdownSummaryIsAddedToWhatItsFileHolds) {
   write("summary.md", "## an earlier step\n");
   ASSERT_EQ(run_matrix(kTwoCases, "--markdown " + quoted(path("summary.md").string())).exit_code,
