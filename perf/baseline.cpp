@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "perf/baseline.h"
 
-#include <algorithm>
 
 #include "core/file_io.h"
 #include "core/harness_error.h"
@@ -71,12 +70,7 @@ Baseline load_baseline(const std::filesystem::path& path) {
       refuse(path, where + "/performance: " + error.what());
     }
     // A ratio to a median of zero is infinite: the interval would be NaN and judge nothing.
-    std::vector<double> all;
-    for (const std::vector<double>& round : entry.rounds_ms) {
-      all.insert(all.end(), round.begin(), round.end());
-    }
-    std::sort(all.begin(), all.end());
-    if (!(percentile(all, 0.5) > 0)) {
+    if (!(pooled_median(entry.rounds_ms) > 0)) {
       refuse(path,
              where + "/performance: a median time of 0 ms, which nothing can be compared with");
     }
@@ -105,11 +99,7 @@ std::vector<std::string> identity_mismatches(const BenchIdentity& baseline,
 BaselineComparison compare_with_baseline(const TimingRounds& baseline, const TimingRounds& current,
                                          double max_slowdown) {
   BaselineComparison comparison;
-  std::vector<double> sorted;
-  for (const std::vector<double>& round : baseline)
-    sorted.insert(sorted.end(), round.begin(), round.end());
-  std::sort(sorted.begin(), sorted.end());
-  comparison.baseline_median_ms = percentile(sorted, 0.5);
+  comparison.baseline_median_ms = pooled_median(baseline);
   comparison.ratio = median_ratio_interval(baseline, current, kRatioSeed);
   comparison.verdict =
       is_regression(comparison.ratio, max_slowdown)    ? PerformanceVerdict::regression

@@ -50,6 +50,13 @@ void summarize_performance(KernelPerformance& performance) {
   const double seconds = performance.summary.median_ms * 1e-3;
   performance.throughput_gflops = seconds > 0 ? performance.flops / seconds / 1e9 : 0;
   performance.bandwidth_gb_s = seconds > 0 ? performance.bytes / seconds / 1e9 : 0;
+  // The roofline's fraction is taken at the median too: the GPU's peaks stay, the rest follows.
+  if (performance.roofline) {
+    const RooflineVerdict& before = *performance.roofline;
+    const GpuPeak peak{"", before.gpu, before.peak_tflops, before.peak_bandwidth_gb_s};
+    performance.roofline =
+        roofline_verdict(peak, performance.flops, performance.bytes, performance.summary.median_ms);
+  }
 }
 
 void add_rounds(KernelPerformance& performance, const KernelPerformance& later) {
@@ -60,14 +67,6 @@ void add_rounds(KernelPerformance& performance, const KernelPerformance& later) 
   performance.machine_after = later.machine_after;
   if (performance.suspect.empty()) performance.suspect = later.suspect;
   summarize_performance(performance);
-  if (performance.roofline) {
-    const std::string gpu = performance.roofline->gpu;
-    const GpuPeak peak{"", "", performance.roofline->peak_tflops,
-                       performance.roofline->peak_bandwidth_gb_s};
-    performance.roofline =
-        roofline_verdict(peak, performance.flops, performance.bytes, performance.summary.median_ms);
-    performance.roofline->gpu = gpu;
-  }
 }
 
 nlohmann::json performance_to_json(const KernelPerformance& performance) {

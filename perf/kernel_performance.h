@@ -60,7 +60,8 @@ struct KernelPerformance {
   std::optional<BaselineComparison> baseline;
 };
 
-// Fills in `summary`, the throughput and bandwidth from `rounds_ms`, `flops` and `bytes`.
+// Fills in `summary`, the throughput, bandwidth and roofline fraction from `rounds_ms`, `flops`
+// and `bytes` (a roofline, when there is one, keeps its GPU's peaks).
 void summarize_performance(KernelPerformance& performance);
 
 // Adds the rounds of `later` (a later round's timing of the same case) to `performance`, with its

@@ -63,6 +63,11 @@ double percentile(std::span<const double> sorted, double fraction) {
   return sorted[below] + weight * (sorted[above] - sorted[below]);
 }
 
+double pooled_median(const TimingRounds& rounds) {
+  std::vector<double> all = pooled(rounds);
+  return median_of(all);
+}
+
 TimingSummary summarize_timings(const TimingRounds& rounds, std::uint64_t seed) {
   std::vector<double> sorted = pooled(rounds);
   std::sort(sorted.begin(), sorted.end());
@@ -104,11 +109,9 @@ std::pair<double, double> median_order_interval(std::span<const double> sorted) 
 
 RatioInterval median_ratio_interval(const TimingRounds& baseline, const TimingRounds& current,
                                     std::uint64_t seed) {
-  std::vector<double> scratch = pooled(baseline);
-  const double baseline_median = median_of(scratch);
-  scratch = pooled(current);
   RatioInterval interval;
-  interval.ratio = median_of(scratch) / baseline_median;
+  interval.ratio = pooled_median(current) / pooled_median(baseline);
+  std::vector<double> scratch;
   std::uint64_t state = seed;
   std::vector<double> ratios(kBootstrapResamples);
   for (double& ratio : ratios) {

@@ -40,6 +40,9 @@ double percentile(std::span<const double> sorted, double fraction);
 // Timings in rounds: each round a stretch of back-to-back repetitions, rounds apart in time.
 using TimingRounds = std::vector<std::vector<double>>;
 
+// The median of every repetition of `rounds` together (not empty).
+double pooled_median(const TimingRounds& rounds);
+
 // Every statistic of the pooled repetitions of `rounds` (none empty, at least one), the median's
 // interval from the hierarchical bootstrap; `seed` seeds it.
 TimingSummary summarize_timings(const TimingRounds& rounds, std::uint64_t seed);

@@ -167,12 +167,9 @@ KernelPerformance time_on_device(const AttentionKernel& kernel, const AttentionP
   if (const std::optional<std::string> suspect = gpu_timing_suspect(before, after)) {
     performance.suspect = *suspect;
   }
-  performance.flops = bench_flops(problem);
-  performance.bytes = bench_bytes(problem);
-  summarize_performance(performance);
+  // The GPU's peaks; time_kernel's summary takes the fraction reached at the median.
   if (const std::optional<GpuPeak> peak = known_gpu_peak(properties.name)) {
-    performance.roofline = roofline_verdict(*peak, performance.flops, performance.bytes,
-                                            performance.summary.median_ms);
+    performance.roofline = roofline_verdict(*peak, 0, 0, 0);
   }
   return performance;
 }
@@ -216,11 +213,9 @@ KernelPerformance time_kernel(const AttentionKernel& kernel, const AttentionProb
                              " runs on a CUDA device, and this build has no CUDA support");
 #endif
   }
-  if (performance.flops == 0) {  // the device path has its figures already, roofline included
-    performance.flops = bench_flops(problem);
-    performance.bytes = bench_bytes(problem);
-    summarize_performance(performance);
-  }
+  performance.flops = bench_flops(problem);
+  performance.bytes = bench_bytes(problem);
+  summarize_performance(performance);
   return performance;
 }
 
