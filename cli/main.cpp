@@ -158,8 +158,6 @@ std::string replay_command(const HarnessOptions& options, const RunSettings& set
   return replay_command_line(command);
 }
 
-using ReplayOf = std::function<std::string(const CaseResult&)>;
-
 // One line of JSON per replayed case: the case and its verdict.
 void print_replayed_case(std::ostream& out, const CaseResult& result) {
   nlohmann::json line = {{"id", result.attention_case.id},
@@ -654,9 +652,9 @@ std::vector<ReportFile> report_files(const HarnessOptions& options, const RunRep
                                      const ReplayOf& replay_of) {
   return {
       {"--json", options.json, [&] { return json_text(run_to_json(report), 2) + "\n"; }},
-      {"--junit", options.junit, [&] { return run_to_junit_xml(report); }},
+      {"--junit", options.junit, [&] { return run_to_junit_xml(report, replay_of); }},
       {"--markdown", options.markdown, [&] { return run_to_markdown(report, replay_of); }},
-      {"--html", options.html, [&] { return run_to_html(report); }},
+      {"--html", options.html, [&] { return run_to_html(report, replay_of); }},
   };
 }
 

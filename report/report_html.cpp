@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched) with
-// the verdict, an error_ratio heatmap over the S x B x H grid for each kernel and dtype, the
-// failures, the skips by reason and the environment. Every piece of text from the report is
+// the verdict, an error_ratio heatmap for each kernel and dtype (panels split by the axes the run
+// varies, cells over seq lens x heads x batch), the failures with their replay commands, the skips
+// by reason and the environment. Every piece of text from the report is
 // escaped and the markup is well-formed XML, so the page also parses as XHTML.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -18,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "case/data_distribution.h"
+#include "core/attention_problem.h"
 #include "core/number_text.h"
 #include "core/text.h"
 #include "report/report_writers.h"
@@ -172,7 +177,8 @@ bool is_worse(const CaseResult& a, const CaseResult& b) {
   return ratio_a > ratio_b;
 }
 
-// One grid point of a panel: every case with this kernel, dtype, heads, seq lens and batch.
+// One grid point of a panel: every case at these seq lens, heads and batch (and the panel's kernel,
+// dtype and split-axis values).
 struct GridCell {
   std::vector<const CaseResult*> cases;
 
@@ -185,11 +191,72 @@ struct GridCell {
 
 using SeqLens = std::pair<std::int64_t, std::int64_t>;  // (seq_len_q, seq_len_k)
 
-// One heads value of a (kernel, dtype) group: rows are seq lens, columns batch sizes.
+// A panel's column: heads first, so that the columns of one head count sit side by side under one
+// heading, then the batch size.
+struct Column {
+  std::int64_t heads = 1;
+  std::int64_t kv_heads = 1;
+  std::int64_t batch = 1;
+  auto operator<=>(const Column&) const = default;
+  bool same_heads(const Column& other) const {
+    return heads == other.heads && kv_heads == other.kv_heads;
+  }
+  // "H=8", or "H=8 kv=2" for grouped-query attention.
+  std::string heads_label() const {
+    return "H=" + std::to_string(heads) +
+           (kv_heads == heads ? "" : " kv=" + std::to_string(kv_heads));
+  }
+};
+
+// The axes besides the grid's (seq lens, heads, batch) that a case's error depends on. Cases that
+// differ in one never share a cell: each axis the run varies splits the panels, and a panel's
+// title names its values. `order` sorts the panels, `label` names a value; titles leave out the
+// `usual` values (data normal, layout bshd, no row padding) to stay short.
+struct PanelAxis {
+  std::int64_t (*order)(const AttentionCase&);
+  std::string (*label)(const AttentionCase&);
+  bool (*usual)(const AttentionCase&);
+};
+constexpr PanelAxis kPanelAxes[] = {
+    {[](const AttentionCase& c) -> std::int64_t { return c.causal ? 1 : 0; },
+     [](const AttentionCase& c) { return std::string(c.causal ? "causal" : "not causal"); },
+     [](const AttentionCase&) { return false; }},
+    {[](const AttentionCase& c) -> std::int64_t { return c.head_dim; },
+     [](const AttentionCase& c) { return "D=" + std::to_string(c.head_dim); },
+     [](const AttentionCase&) { return false; }},
+    {[](const AttentionCase& c) -> std::int64_t { return static_cast<std::int64_t>(c.data); },
+     [](const AttentionCase& c) { return "data " + std::string(distribution_name(c.data)); },
+     [](const AttentionCase& c) { return c.data == DataDistribution::normal; }},
+    {[](const AttentionCase& c) -> std::int64_t { return static_cast<std::int64_t>(c.layout); },
+     [](const AttentionCase& c) { return "layout " + std::string(layout_name(c.layout)); },
+     [](const AttentionCase& c) { return c.layout == Layout::bshd; }},
+    {[](const AttentionCase& c) -> std::int64_t { return c.row_padding; },
+     [](const AttentionCase& c) { return "row padding " + std::to_string(c.row_padding); },
+     [](const AttentionCase& c) { return c.row_padding == 0; }},
+};
+constexpr std::size_t kPanelAxisCount = std::size(kPanelAxes);
+
+// Which of kPanelAxes take more than one value among the run's cases.
+std::array<bool, kPanelAxisCount> varying_axes(const RunReport& report) {
+  std::array<bool, kPanelAxisCount> varies{};
+  if (report.results.empty()) return varies;
+  const AttentionCase& first = report.results.front().attention_case;
+  for (const CaseResult& result : report.results) {
+    for (std::size_t axis = 0; axis < kPanelAxisCount; ++axis) {
+      varies[axis] = varies[axis] ||
+                     kPanelAxes[axis].order(result.attention_case) != kPanelAxes[axis].order(first);
+    }
+  }
+  return varies;
+}
+
+// A panel of one (kernel, dtype) group: the cases sharing the values of the varying split axes;
+// rows are seq lens, columns heads and batch sizes.
 struct Panel {
-  std::map<std::pair<SeqLens, std::int64_t>, GridCell> cells;  // by ((Sq, Sk), batch)
+  std::string title;  // the split axes' values, e.g. "causal · D=128"; empty when none varies
+  std::map<std::pair<SeqLens, Column>, GridCell> cells;
   std::set<SeqLens> rows;
-  std::set<std::int64_t> columns;
+  std::set<Column> columns;
 };
 
 struct GroupKey {
@@ -205,20 +272,42 @@ struct GroupKey {
   }
 };
 
-using Heatmap = std::map<GroupKey, std::map<std::int64_t, Panel>>;  // group -> heads -> panel
+// A panel's place among its group's: the varying split axes' values, in kPanelAxes' order.
+using PanelKey = std::vector<std::int64_t>;
+using Heatmap = std::map<GroupKey, std::map<PanelKey, Panel>>;
 
 Heatmap heatmap_of(const RunReport& report) {
+  const std::array<bool, kPanelAxisCount> varies = varying_axes(report);
   Heatmap heatmap;
   for (const CaseResult& result : report.results) {
     const AttentionCase& attention_case = result.attention_case;
-    Panel& panel =
-        heatmap[{result.kernel_name, result.plant, attention_case.dtype}][attention_case.heads];
+    PanelKey panel_key;
+    std::vector<std::string> labels;  // of the varying axes
+    std::string title;                // of those whose value is not the usual one
+    for (std::size_t axis = 0; axis < kPanelAxisCount; ++axis) {
+      if (!varies[axis]) continue;
+      panel_key.push_back(kPanelAxes[axis].order(attention_case));
+      labels.push_back(kPanelAxes[axis].label(attention_case));
+      if (kPanelAxes[axis].usual(attention_case)) continue;
+      title += (title.empty() ? "" : " · ") + labels.back();
+    }
+    if (title.empty()) {  // all usual: name them, lest the panel look like the whole run
+      for (const std::string& label : labels) title += (title.empty() ? "" : " · ") + label;
+    }
+    Panel& panel = heatmap[{result.kernel_name, result.plant, attention_case.dtype}][panel_key];
+    panel.title = title;
     const SeqLens seq_lens{attention_case.seq_len_q, attention_case.seq_len_k};
-    panel.cells[{seq_lens, attention_case.batch}].cases.push_back(&result);
+    const Column column{attention_case.heads, attention_case.kv_heads, attention_case.batch};
+    panel.cells[{seq_lens, column}].cases.push_back(&result);
     panel.rows.insert(seq_lens);
-    panel.columns.insert(attention_case.batch);
+    panel.columns.insert(column);
   }
   return heatmap;
+}
+
+// Where a failing case's row is in the failures table: the cells holding it link there.
+std::string failure_anchor(const RunReport& report, const CaseResult& result) {
+  return "failure-" + std::to_string(&result - report.results.data());
 }
 
 std::string seq_lens_label(const SeqLens& seq_lens, bool show_both) {
@@ -266,8 +355,9 @@ std::string cell_tooltip(const GridCell& cell, const std::string& position) {
 
 // A cell: its colour from the worst case, the worst figure inside, a failure marked with a cross
 // and a heavy outline, a skip hatched, and the number of cases when there is more than one.
-void write_cell(std::ostream& out, const GridCell& cell, const std::string& position, int x,
-                int y) {
+// A failing cell links to its worst case's row in the failures table (`anchor`).
+void write_cell(std::ostream& out, const GridCell& cell, const std::string& position,
+                const std::string& anchor, int x, int y) {
   const CaseResult& worst = cell.worst();
   const double ratio = ratio_of(worst);
   const std::string status(case_status_name(worst.status));
@@ -277,6 +367,8 @@ void write_cell(std::ostream& out, const GridCell& cell, const std::string& posi
   // Inline style, not the fill attribute: the style sheet's rule for svg text would win over it.
   const std::string ink = is_dark(fill) ? "fill:#ffffff" : "fill:#1a1a1a";
 
+  const bool linked = worst.status == CaseStatus::fail;
+  if (linked) out << "<a href=\"#" << escape(anchor) << "\">";
   out << "<g class=\"cell cell-" << status << "\" data-status=\"" << status << "\" data-cases=\""
       << cell.cases.size() << "\" transform=\"translate(" << x << ',' << y << ")\">";
   out << "<title>" << escape(cell_tooltip(cell, position)) << "</title>";
@@ -314,9 +406,11 @@ void write_cell(std::ostream& out, const GridCell& cell, const std::string& posi
         << "\" style=\"" << ink << "\">×" << cell.cases.size() << "</text>";
   }
   out << "</g>";
+  if (linked) out << "</a>";
 }
 
-void write_panel(std::ostream& out, const GroupKey& key, std::int64_t heads, const Panel& panel) {
+void write_panel(std::ostream& out, const RunReport& report, const GroupKey& key,
+                 const Panel& panel) {
   const bool seq_lens_differ =
       std::any_of(panel.rows.begin(), panel.rows.end(),
                   [](const SeqLens& seq_lens) { return seq_lens.first != seq_lens.second; });
@@ -326,22 +420,41 @@ void write_panel(std::ostream& out, const GroupKey& key, std::int64_t heads, con
     label_chars = std::max(label_chars, drawn_length(seq_lens_label(seq_lens, seq_lens_differ)));
   }
   const int label_width = label_chars * kLabelCharWidth + 14;
-  const int columns = static_cast<int>(panel.columns.size());
+  const std::vector<Column> columns(panel.columns.begin(), panel.columns.end());
   const int rows = static_cast<int>(panel.rows.size());
-  const int grid_top = kPanelTitleHeight + kColumnHeaderHeight;
-  const int width = std::max(label_width + columns * (kCellWidth + kCellGap), 150);
+  const int heads_top = kPanelTitleHeight;
+  const int grid_top = kPanelTitleHeight + 2 * kColumnHeaderHeight;
+  const std::string title = panel.title.empty() ? "every case" : panel.title;
+  const int width =
+      std::max({label_width + static_cast<int>(columns.size()) * (kCellWidth + kCellGap),
+                drawn_length(title) * kLabelCharWidth + 4, 150});
   const int height = grid_top + rows * (kCellHeight + kCellGap);
+  auto column_x = [&](std::size_t column) {
+    return label_width + static_cast<int>(column) * (kCellWidth + kCellGap);
+  };
 
   out << "<figure class=\"panel\"><svg class=\"heatmap\" width=\"" << width << "\" height=\""
       << height << "\" viewBox=\"0 0 " << width << ' ' << height << "\" role=\"img\">";
-  out << "<text class=\"panel-title\" x=\"0\" y=\"15\">H = " << heads << "</text>";
+  out << "<text class=\"panel-title\" x=\"0\" y=\"15\">" << escape(title) << "</text>";
   out << "<text class=\"axis-title\" x=\"" << label_width - 8 << "\" y=\"" << grid_top - 6
       << "\" text-anchor=\"end\">" << escape(corner_label) << "</text>";
-  int column = 0;
-  for (const std::int64_t batch : panel.columns) {
-    out << "<text class=\"column-label\" x=\""
-        << label_width + column++ * (kCellWidth + kCellGap) + kCellWidth / 2 << "\" y=\""
-        << grid_top - 6 << "\">B=" << batch << "</text>";
+  // Two header rows: the head count over each run of columns that share it, then the batch size.
+  for (std::size_t first = 0; first < columns.size();) {
+    std::size_t last = first;
+    while (last + 1 < columns.size() && columns[last + 1].same_heads(columns[first])) ++last;
+    const int left = column_x(first);
+    const int right = column_x(last) + kCellWidth;
+    out << "<text class=\"heads-label\" x=\"" << (left + right) / 2 << "\" y=\""
+        << heads_top + kColumnHeaderHeight - 6 << "\">" << escape(columns[first].heads_label())
+        << "</text>";
+    out << "<line class=\"heads-rule\" x1=\"" << left + 2 << "\" x2=\"" << right - 2 << "\" y1=\""
+        << heads_top + kColumnHeaderHeight - 2 << "\" y2=\"" << heads_top + kColumnHeaderHeight - 2
+        << "\" stroke=\"#9a9a9a\"/>";
+    first = last + 1;
+  }
+  for (std::size_t column = 0; column < columns.size(); ++column) {
+    out << "<text class=\"column-label\" x=\"" << column_x(column) + kCellWidth / 2 << "\" y=\""
+        << grid_top - 6 << "\">B=" << columns[column].batch << "</text>";
   }
   int row = 0;
   for (const SeqLens& seq_lens : panel.rows) {
@@ -349,10 +462,9 @@ void write_panel(std::ostream& out, const GroupKey& key, std::int64_t heads, con
     const std::string row_label = seq_lens_label(seq_lens, seq_lens_differ);
     out << "<text class=\"row-label\" x=\"" << label_width - 8 << "\" y=\""
         << y + kCellHeight / 2 + 4 << "\">" << escape(row_label) << "</text>";
-    column = 0;
-    for (const std::int64_t batch : panel.columns) {
-      const int x = label_width + column++ * (kCellWidth + kCellGap);
-      const auto found = panel.cells.find({seq_lens, batch});
+    for (std::size_t column = 0; column < columns.size(); ++column) {
+      const int x = column_x(column);
+      const auto found = panel.cells.find({seq_lens, columns[column]});
       if (found == panel.cells.end()) {  // no case here: a faint outline keeps the grid legible
         out << "<rect class=\"empty\" x=\"" << x + 1 << "\" y=\"" << y + 1 << "\" width=\""
             << kCellWidth - 2 << "\" height=\"" << kCellHeight - 2
@@ -361,9 +473,11 @@ void write_panel(std::ostream& out, const GroupKey& key, std::int64_t heads, con
       }
       const std::string position =
           key.kernel_and_plant() + " " + std::string(dtype_name(key.dtype)) +
-          " H=" + std::to_string(heads) + " Sq=" + std::to_string(seq_lens.first) +
-          " Sk=" + std::to_string(seq_lens.second) + " B=" + std::to_string(batch);
-      write_cell(out, found->second, position, x, y);
+          (panel.title.empty() ? "" : " " + panel.title) + " " + columns[column].heads_label() +
+          " Sq=" + std::to_string(seq_lens.first) + " Sk=" + std::to_string(seq_lens.second) +
+          " B=" + std::to_string(columns[column].batch);
+      const GridCell& cell = found->second;
+      write_cell(out, cell, position, failure_anchor(report, cell.worst()), x, y);
     }
   }
   out << "</svg></figure>\n";
@@ -447,39 +561,44 @@ void write_legend(std::ostream& out) {
 void write_heatmap(std::ostream& out, const RunReport& report) {
   const Heatmap heatmap = heatmap_of(report);
   out << "<section id=\"heatmap\"><h2>error_ratio by shape</h2>\n";
-  out << "<p class=\"note\">One panel per kernel, dtype and head count H; rows are sequence "
-         "lengths (Sq, or Sq→Sk where they differ), columns batch sizes B. A cell holds every case "
-         "at that point (other head dims, causal, data) and shows the worst; hover for the cases. "
-         "error_ratio is the largest error over what the tolerance allows: above 1 fails.</p>\n";
+  out << "<p class=\"note\">One group per kernel and dtype; within it a panel per value of each of "
+         "causal, head dim D, data distribution and layout that the run varies. Rows are sequence "
+         "lengths (Sq, or Sq→Sk where they differ), columns head counts H (kv: the key/value heads "
+         "of grouped-query attention) and batch sizes B. A cell holds every case at that point "
+         "(other seeds, scales, injected values) and shows the worst; hover for the cases, click a "
+         "failing cell for its row in the failures table. error_ratio is the largest error over "
+         "what the tolerance allows: above 1 fails.</p>\n";
   write_legend(out);
   if (heatmap.empty()) out << "<p>No cases in this run.</p>\n";
   for (const auto& [key, panels] : heatmap) {
     int cases = 0;
-    for (const auto& [heads, panel] : panels) {
+    for (const auto& [panel_key, panel] : panels) {
       for (const auto& [position, cell] : panel.cells) cases += static_cast<int>(cell.cases.size());
     }
     out << "<h3>" << escape(key.kernel_and_plant()) << " · " << dtype_name(key.dtype)
         << " <span class=\"note\">(" << cases << (cases == 1 ? " case" : " cases")
         << ")</span></h3>\n<div class=\"panels\">\n";
-    for (const auto& [heads, panel] : panels) write_panel(out, key, heads, panel);
+    for (const auto& [panel_key, panel] : panels) write_panel(out, report, key, panel);
     out << "</div>\n";
   }
   out << "</section>\n";
 }
 
-void write_failures(std::ostream& out, const RunReport& report) {
+void write_failures(std::ostream& out, const RunReport& report, const ReplayOf& replay_of) {
   out << "<section id=\"failures\"><h2>Failures (" << report.summary.failed << ")</h2>\n";
   if (report.summary.failed == 0) {
     out << "<p>None.</p></section>\n";
     return;
   }
   out << "<table class=\"failures\"><thead><tr><th>case</th><th>kernel</th>"
-         "<th>shape</th><th>error_ratio</th><th>failing elements</th><th>reason</th></tr>"
+         "<th>shape</th><th>error_ratio</th><th>failing elements</th><th>reason</th>"
+         "<th>replay</th></tr>"
          "</thead><tbody>\n";
   for (const CaseResult& result : report.results) {
     if (result.status != CaseStatus::fail) continue;
     const Comparison& comparison = result.comparison;
-    out << "<tr class=\"failure\"><td class=\"case-id\">" << escape(result.attention_case.id)
+    out << "<tr class=\"failure\" id=\"" << escape(failure_anchor(report, result))
+        << "\"><td class=\"case-id\">" << escape(result.attention_case.id)
         << "</td><td class=\"kernel\">" << escape(result.kernel_name) << "</td><td class=\"shape\">"
         << escape(describe_case(result.attention_case)) << "</td><td class=\"num\">"
         << (result.ran ? significant_digits(comparison.error_ratio, 3) : std::string("-"))
@@ -487,7 +606,8 @@ void write_failures(std::ostream& out, const RunReport& report) {
         << (result.ran ? std::to_string(comparison.failing_elements) + " of " +
                              std::to_string(comparison.elements)
                        : std::string("-"))
-        << "</td><td class=\"reason\">" << escape(result.reason) << "</td></tr>\n";
+        << "</td><td class=\"reason\">" << escape(result.reason)
+        << "</td><td class=\"replay\"><code>" << escape(replay_of(result)) << "</code></td></tr>\n";
   }
   out << "</tbody></table></section>\n";
 }
@@ -550,6 +670,7 @@ svg text { font-family: "DejaVu Sans", Arial, sans-serif; font-size: 12px; fill:
 svg .panel-title { font-weight: bold; font-size: 13px; }
 svg .axis-title { font-style: italic; fill: #555555; }
 svg .column-label { text-anchor: middle; }
+svg .heads-label { text-anchor: middle; font-weight: bold; }
 svg .row-label { text-anchor: end; }
 svg .cell-label { text-anchor: middle; font-size: 12px; font-weight: bold; }
 svg .cell-count { text-anchor: end; font-size: 10px; }
@@ -567,11 +688,13 @@ td.reason { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; word-br
 td.shape { min-width: 170px; }
 table.failures { width: 100%; }
 tr.failure td.case-id { font-weight: bold; }
+tr.failure:target { outline: 3px solid #b3261e; }
+td.replay code { font-size: 12px; word-break: break-all; }
 )";
 
 }  // namespace
 
-std::string run_to_html(const RunReport& report) {
+std::string run_to_html(const RunReport& report, const ReplayOf& replay_of) {
   const RunSummary& summary = report.summary;
   const std::string verdict = summary.failed > 0 ? "fail" : summary.passed > 0 ? "pass" : "skip";
   std::string verdict_word = verdict;
@@ -602,7 +725,7 @@ std::string run_to_html(const RunReport& report) {
   for (const std::string& plant : plants) out << " · planted bug <b>" << escape(plant) << "</b>";
   out << "</p>\n";
   write_heatmap(out, report);
-  write_failures(out, report);
+  write_failures(out, report, replay_of);
   write_skips(out, report);
   write_environment(out, report);
   out << "</body>\n</html>\n";

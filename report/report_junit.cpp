@@ -28,8 +28,8 @@ std::string element_text(const ElementReport& element) {
          std::string(element_fault_name(element.fault)) + ")";
 }
 
-// The body of a <failure>: the figures someone triaging the failure wants first.
-std::string failure_body(const CaseResult& result) {
+// The figures someone triaging a failure wants first.
+std::string failure_figures(const CaseResult& result) {
   if (!result.ran) return result.reason + "\n";
   const Comparison& comparison = result.comparison;
   std::string body = "error_ratio=" + significant_digits(comparison.error_ratio, 6) +
@@ -42,6 +42,15 @@ std::string failure_body(const CaseResult& result) {
   if (comparison.first_failure) {
     body += "first failure: " + element_text(*comparison.first_failure) + "\n";
   }
+  return body;
+}
+
+// The body of a <failure>: the figures, the command that reruns the case, and what a crashed or
+// hung worker printed last (a dashboard often shows only this element).
+std::string failure_body(const CaseResult& result, const ReplayOf& replay_of) {
+  std::string body = failure_figures(result);
+  body += "replay: " + replay_of(result) + "\n";
+  if (!result.output_tail.empty()) body += "worker output (its end):\n" + result.output_tail + "\n";
   return body;
 }
 
@@ -64,7 +73,8 @@ void add_properties(tinyxml2::XMLElement* suite, const RunEnvironment& environme
   for (const auto& [key, value] : environment.numerics) add_property(properties, key, value);
 }
 
-void add_testcase(tinyxml2::XMLElement* suite, const CaseResult& result) {
+void add_testcase(tinyxml2::XMLElement* suite, const CaseResult& result,
+                  const ReplayOf& replay_of) {
   tinyxml2::XMLElement* testcase = suite->InsertNewChildElement("testcase");
   const std::string name = result.attention_case.id + " " + describe_case(result.attention_case);
   testcase->SetAttribute("classname", xml_safe(result.kernel_name).c_str());
@@ -79,10 +89,13 @@ void add_testcase(tinyxml2::XMLElement* suite, const CaseResult& result) {
     tinyxml2::XMLElement* failure = testcase->InsertNewChildElement("failure");
     failure->SetAttribute("message", xml_safe(result.reason).c_str());
     failure->SetAttribute("type", type.c_str());
-    failure->SetText(xml_safe(failure_body(result)).c_str());
+    failure->SetText(xml_safe(failure_body(result, replay_of)).c_str());
   } else if (result.status == CaseStatus::skip) {
     testcase->InsertNewChildElement("skipped")->SetAttribute("message",
                                                              xml_safe(result.reason).c_str());
+  }
+  if (!result.output_tail.empty()) {
+    testcase->InsertNewChildElement("system-out")->SetText(xml_safe(result.output_tail).c_str());
   }
 }
 
@@ -96,7 +109,7 @@ void set_counts(tinyxml2::XMLElement* element, const RunSummary& summary) {
 
 }  // namespace
 
-std::string run_to_junit_xml(const RunReport& report) {
+std::string run_to_junit_xml(const RunReport& report, const ReplayOf& replay_of) {
   tinyxml2::XMLDocument document;
   document.InsertEndChild(document.NewDeclaration());
 
@@ -112,7 +125,7 @@ std::string run_to_junit_xml(const RunReport& report) {
     suite->SetAttribute("timestamp", report.summary.started_at.c_str());
   }
   add_properties(suite, report.environment);
-  for (const CaseResult& result : report.results) add_testcase(suite, result);
+  for (const CaseResult& result : report.results) add_testcase(suite, result, replay_of);
 
   tinyxml2::XMLPrinter printer;
   document.Print(&printer);

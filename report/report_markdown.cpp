@@ -102,8 +102,7 @@ void write_bench_markdown(std::ostream& out, const RunReport& report) {
 
 }  // namespace
 
-std::string run_to_markdown(const RunReport& report,
-                            const std::function<std::string(const CaseResult&)>& replay_of) {
+std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of) {
   const RunSummary& summary = report.summary;
   std::ostringstream out;
   const char* verdict = summary.failed > 0 ? "FAIL" : summary.passed > 0 ? "PASS" : "SKIP";

@@ -25,18 +25,25 @@ inline constexpr int kReportSchemaVersion = 1;
 // it.
 nlohmann::json run_to_json(const RunReport& report);
 
-std::string run_to_junit_xml(const RunReport& report);
+// The shell command that reruns a failing case (run/replay_command.h renders it for the CLI).
+using ReplayOf = std::function<std::string(const CaseResult&)>;
+
+// JUnit XML: a <testcase> per case; a failure's body has the key figures, the replay command and
+// the worker's last output, which <system-out> carries as well; a hung or crashed case's time is
+// how long it ran before its worker was lost.
+std::string run_to_junit_xml(const RunReport& report, const ReplayOf& replay_of);
 
 // GitHub-flavoured Markdown sized for $GITHUB_STEP_SUMMARY: a summary line, a table of failures
 // with the command that replays each (`replay_of` renders it), and skipped cases counted by
 // reason.
-std::string run_to_markdown(const RunReport& report,
-                            const std::function<std::string(const CaseResult&)>& replay_of);
+std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of);
 
 // One self-contained HTML page (inline CSS and SVG; no scripts, nothing fetched): the verdict, an
-// error_ratio heatmap over seq_len x batch per kernel, dtype and heads with failing cells marked,
-// the failures, skips by reason and the environment. Well-formed XML as well (XHTML-compatible).
-std::string run_to_html(const RunReport& report);
+// error_ratio heatmap per kernel and dtype, a panel per value of each axis the run varies (causal,
+// head_dim, data, layout, row padding) with seq lens as rows and heads x batch as columns, failing
+// cells marked and linked to their row in the failures table, which has each replay command; skips
+// by reason and the environment. Well-formed XML as well (XHTML-compatible).
+std::string run_to_html(const RunReport& report, const ReplayOf& replay_of);
 
 void write_table_header(std::ostream& out);
 void write_table_row(std::ostream& out, const CaseResult& result);

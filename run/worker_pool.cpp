@@ -236,6 +236,7 @@ void clear_output(Worker& worker) {
 WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& settings) {
   WorkerLoss loss;
   loss.output_tail = output_of(worker);
+  if (worker.case_index) loss.seconds = seconds_since(worker.case_sent);
   if (worker.killed_by_watchdog) {
     loss.kind = WorkerLossKind::hung;
     loss.description = "hung: no answer within " +

@@ -30,6 +30,7 @@ struct WorkerLoss {
   WorkerLossKind kind = WorkerLossKind::crashed;
   std::string description;  // one line: the signal or exit status, or the watchdog's verdict
   std::string output_tail;  // the worker's last output (stdout and stderr) during the case
+  double seconds = 0.0;     // from handing the case out to the loss: a hung case's real duration
 };
 
 // Each case ends in exactly one call of `on_record` (the worker's answer, a case_to_json record)

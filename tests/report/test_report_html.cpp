@@ -42,8 +42,8 @@ CaseResult result_of(const std::string& id, std::int64_t seq_len, std::int64_t b
   return result;
 }
 
-// Grid points (kernel, dtype, H, Sq, Sk, B): s/0 and s/1 share one (another head_dim), s/4 is
-// bf16 at the same shape as s/0, so eight cases make seven cells.
+// Grid points (kernel, dtype, H, Sq, Sk, B): s/0 and s/1 share one (another seed), s/4 is bf16 at
+// the same shape as s/0, so eight cases make seven cells.
 RunReport sample_run() {
   RunReport report;
   report.summary.matrix_name = "sample";
@@ -59,14 +59,14 @@ RunReport sample_run() {
   report.environment.cuda = "built without CUDA";
   report.environment.numerics = {{"kernel_accumulation", "fp32 for QK^T and PV"}};
 
-  CaseResult other_head_dim = result_of("s/1", 448, 16, 4, CaseStatus::pass, 0.3);
-  other_head_dim.attention_case.head_dim = 128;
+  CaseResult other_seed = result_of("s/1", 448, 16, 4, CaseStatus::pass, 0.3);
+  other_seed.attention_case.seed = 7;
   CaseResult bf16 = result_of("s/4", 448, 16, 4, CaseStatus::pass, 0.2);
   bf16.attention_case.dtype = Dtype::bf16;
   CaseResult cross = result_of("s/7", 113, 1, 2, CaseStatus::pass, 0.05);
   cross.attention_case.seq_len_k = 203;
   report.results = {result_of("s/0", 448, 16, 4, CaseStatus::pass, 0.1),
-                    other_head_dim,
+                    other_seed,
                     result_of("s/2", 512, 16, 4, CaseStatus::fail, 35900.0),
                     result_of("s/3", 448, 32, 4, CaseStatus::pass, 0.25),
                     bf16,
@@ -75,6 +75,15 @@ RunReport sample_run() {
                     cross};
   summarize(report);
   return report;
+}
+
+// What the CLI renders with run/replay_command.h; here a recognizable stand-in.
+std::string replay_of(const CaseResult& result) {
+  return "fuzz_attention --case '" + result.attention_case.id + "'";
+}
+
+std::string html_of(const RunReport& report) {
+  return run_to_html(report, replay_of);
 }
 
 // Parses the page; fails the test if it is not well-formed XML.
@@ -140,7 +149,7 @@ const XMLElement* cell_holding(const XMLDocument& document, const std::string& c
 
 TEST(ReportHtml, ThePageIsWellFormedXmlWithTheVerdict) {
   XMLDocument document;
-  parse(run_to_html(sample_run()), document);
+  parse(html_of(sample_run()), document);
   const XMLElement* html = document.FirstChildElement("html");
   ASSERT_NE(html, nullptr);
   ASSERT_NE(html->FirstChildElement("head"), nullptr);
@@ -154,7 +163,7 @@ TEST(ReportHtml, ThePageIsWellFormedXmlWithTheVerdict) {
 
 TEST(ReportHtml, TheHeatmapHasOneCellPerGridPointWithTheCaseCount) {
   XMLDocument document;
-  parse(run_to_html(sample_run()), document);
+  parse(html_of(sample_run()), document);
   const std::vector<const XMLElement*> cells = elements_with_class(document, "cell");
   EXPECT_EQ(cells.size(), 7u);
   int cases = 0;
@@ -172,7 +181,7 @@ TEST(ReportHtml, TheHeatmapHasOneCellPerGridPointWithTheCaseCount) {
 
 TEST(ReportHtml, AFailingCellIsMarkedAndItsCaseIsInTheFailureTable) {
   XMLDocument document;
-  parse(run_to_html(sample_run()), document);
+  parse(html_of(sample_run()), document);
   const XMLElement* failing = cell_holding(document, "s/2");
   ASSERT_NE(failing, nullptr);
   EXPECT_TRUE(has_class(*failing, "cell-fail"));
@@ -211,7 +220,7 @@ TEST(ReportHtml, ACellMixingRunAndSkippedCasesShowsTheWorstRunOneWithASkipCorner
   report.results.push_back(crashed);
   summarize(report);
   XMLDocument document;
-  parse(run_to_html(report), document);
+  parse(html_of(report), document);
 
   const XMLElement* mixed = cell_holding(document, "s/8");
   ASSERT_NE(mixed, nullptr);
@@ -230,9 +239,108 @@ TEST(ReportHtml, ACellMixingRunAndSkippedCasesShowsTheWorstRunOneWithASkipCorner
   EXPECT_THAT(tooltip_of(with_crash), HasSubstr("kernel threw: out of memory"));
 }
 
+std::vector<std::string> texts_with_class(const XMLDocument& document, const std::string& name) {
+  std::vector<std::string> texts;
+  for (const XMLElement* element : elements_with_class(document, name)) {
+    texts.push_back(text_of(element));
+  }
+  return texts;
+}
+
+TEST(ReportHtml, CasesDifferingInAnAxisTheRunVariesNeverShareACellAndPanelsNameTheValues) {
+  RunReport report = sample_run();
+  CaseResult causal = result_of("s/8", 448, 16, 4, CaseStatus::pass, 0.4);
+  causal.attention_case.causal = true;
+  CaseResult wide = result_of("s/9", 448, 16, 4, CaseStatus::pass, 0.5);
+  wide.attention_case.head_dim = 128;
+  CaseResult other_data = result_of("s/10", 448, 16, 4, CaseStatus::pass, 0.6);
+  other_data.attention_case.data = DataDistribution::large_scores;
+  CaseResult other_layout = result_of("s/11", 448, 16, 4, CaseStatus::pass, 0.7);
+  other_layout.attention_case.layout = Layout::bhsd;
+  for (const CaseResult& result : {causal, wide, other_data, other_layout}) {
+    report.results.push_back(result);
+  }
+  summarize(report);
+  XMLDocument document;
+  parse(html_of(report), document);
+  std::set<const XMLElement*> cells;
+  for (const char* id : {"s/0", "s/8", "s/9", "s/10", "s/11"}) {
+    const XMLElement* cell = cell_holding(document, id);
+    ASSERT_NE(cell, nullptr) << id;
+    EXPECT_TRUE(cells.insert(cell).second) << id << " shares a cell with another axis value";
+  }
+  const std::vector<std::string> titles = texts_with_class(document, "panel-title");
+  const std::set<std::string> distinct(titles.begin(), titles.end());
+  for (const char* title :
+       {"not causal · D=64", "causal · D=64", "not causal · D=128",
+        "not causal · D=64 · data large_scores", "not causal · D=64 · layout bhsd"}) {
+    EXPECT_TRUE(distinct.count(title)) << title;
+  }
+  EXPECT_THAT(tooltip_of(cell_holding(document, "s/8")), HasSubstr("causal · D=64"));
+}
+
+TEST(ReportHtml, APanelOfOnlyUsualValuesStillNamesThem) {
+  RunReport report = sample_run();
+  CaseResult other_data = result_of("s/8", 448, 16, 4, CaseStatus::pass, 0.6);
+  other_data.attention_case.data = DataDistribution::uniform;
+  report.results.push_back(other_data);
+  summarize(report);
+  XMLDocument document;
+  parse(html_of(report), document);
+  const std::vector<std::string> titles = texts_with_class(document, "panel-title");
+  EXPECT_EQ(std::set<std::string>(titles.begin(), titles.end()),
+            (std::set<std::string>{"data normal", "data uniform"}));
+}
+
+TEST(ReportHtml, AxesTheRunDoesNotVarySplitNothing) {
+  XMLDocument document;
+  parse(html_of(sample_run()), document);
+  const std::vector<std::string> titles = texts_with_class(document, "panel-title");
+  ASSERT_EQ(titles.size(), 2u) << "one panel for each of fp16 and bf16";
+  EXPECT_EQ(titles[0], "every case");
+}
+
+TEST(ReportHtml, ColumnsAreHeadsThenBatchSoOneBatchSizeStillMakesAGrid) {
+  RunReport report;
+  for (const std::int64_t heads : {1, 2, 6}) {
+    for (const std::int64_t seq_len : {97, 113}) {
+      report.results.push_back(result_of("e/" + std::to_string(report.results.size()), seq_len, 1,
+                                         heads, CaseStatus::pass, 0.1));
+    }
+  }
+  report.results.back().attention_case.kv_heads = 2;  // grouped-query: a column of its own
+  summarize(report);
+  XMLDocument document;
+  parse(html_of(report), document);
+  ASSERT_EQ(elements_with_class(document, "panel").size(), 1u);
+  EXPECT_EQ(texts_with_class(document, "heads-label"),
+            (std::vector<std::string>{"H=1", "H=2", "H=6 kv=2", "H=6"}));
+  EXPECT_EQ(texts_with_class(document, "column-label"),
+            (std::vector<std::string>{"B=1", "B=1", "B=1", "B=1"}));
+  EXPECT_EQ(texts_with_class(document, "row-label"), (std::vector<std::string>{"97", "113"}));
+}
+
+TEST(ReportHtml, AFailingCellLinksToItsRowWhichHasTheReplayCommand) {
+  XMLDocument document;
+  parse(html_of(sample_run()), document);
+  const XMLElement* failing = cell_holding(document, "s/2");
+  ASSERT_NE(failing, nullptr);
+  const XMLElement* link = failing->Parent()->ToElement();
+  ASSERT_NE(link, nullptr);
+  ASSERT_STREQ(link->Name(), "a");
+  const std::string target = link->Attribute("href");
+  ASSERT_EQ(target.front(), '#');
+  const std::vector<const XMLElement*> rows = elements_with_class(document, "failure");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(std::string(rows[0]->Attribute("id")), target.substr(1));
+  EXPECT_THAT(text_of(rows[0]), HasSubstr("fuzz_attention --case 's/2'"));
+  EXPECT_STRNE(cell_holding(document, "s/3")->Parent()->ToElement()->Name(), "a")
+      << "a passing cell links nowhere";
+}
+
 TEST(ReportHtml, RowsAreLabelledSqOrSqToSkWhenTheyDiffer) {
   XMLDocument document;
-  parse(run_to_html(sample_run()), document);
+  parse(html_of(sample_run()), document);
   std::set<std::string> row_labels;
   for (const XMLElement* label : elements_with_class(document, "row-label")) {
     row_labels.insert(text_of(label));
@@ -246,7 +354,7 @@ TEST(ReportHtml, SkipsAreCountedByReason) {
   report.results.push_back(result_of("s/8", 448, 16, 8, CaseStatus::skip, 0.0));
   summarize(report);
   XMLDocument document;
-  parse(run_to_html(report), document);
+  parse(html_of(report), document);
   const std::vector<const XMLElement*> tables = elements_with_class(document, "skips");
   ASSERT_EQ(tables.size(), 1u);
   EXPECT_THAT(text_of(tables[0]), HasSubstr("2no tile for head_dim 80"));
@@ -254,7 +362,7 @@ TEST(ReportHtml, SkipsAreCountedByReason) {
 
 TEST(ReportHtml, TheEnvironmentAndNumericsAreShown) {
   XMLDocument document;
-  parse(run_to_html(sample_run()), document);
+  parse(html_of(sample_run()), document);
   const std::vector<const XMLElement*> tables = elements_with_class(document, "environment");
   std::string environment;
   for (const XMLElement* table : tables) environment += text_of(table);
@@ -275,7 +383,7 @@ TEST(ReportHtml, ReportTextIsEscapedEverywhere) {
   report.environment.blas = hostile;
   report.environment.numerics.emplace_back("<tf32>", hostile);
   report.summary.matrix_name = hostile;
-  const std::string html = run_to_html(report);
+  const std::string html = html_of(report);
   EXPECT_THAT(html, Not(HasSubstr("<script")));
   EXPECT_THAT(html, Not(HasSubstr("<0>")));
   EXPECT_THAT(html, Not(HasSubstr("<b>")));
@@ -296,13 +404,13 @@ TEST(ReportHtml, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   RunReport report = sample_run();
   // A stray continuation byte, a lead byte cut short, an overlong '/', and valid "→" kept as is.
   report.results[2].reason = "bad \x80 cut \xE2\x86 overlong \xC0\xAF kept →";
-  const std::string html = run_to_html(report);
+  const std::string html = html_of(report);
   EXPECT_THAT(html, HasSubstr("bad \uFFFD cut \uFFFD\uFFFD overlong \uFFFD\uFFFD kept →"));
   EXPECT_THAT(html, Not(HasSubstr("\x80 cut")));
 }
 
 TEST(ReportHtml, NothingIsLoadedFromElsewhere) {
-  const std::string html = run_to_html(sample_run());
+  const std::string html = html_of(sample_run());
   for (const char* reference :
        {"http:", "https:", "src=", "<script", "<link", "@import", "url(h", "href=\"/", "//"}) {
     EXPECT_THAT(html, Not(HasSubstr(reference))) << reference;
@@ -314,7 +422,7 @@ TEST(ReportHtml, APassingRunSaysSoAndHasNoFailureRows) {
   report.results.erase(report.results.begin() + 2);
   summarize(report);
   XMLDocument document;
-  parse(run_to_html(report), document);
+  parse(html_of(report), document);
   EXPECT_THAT(text_of(elements_with_class(document, "verdict").at(0)), HasSubstr("PASS"));
   EXPECT_TRUE(elements_with_class(document, "failure").empty());
   EXPECT_TRUE(elements_with_class(document, "cell-fail").empty());
@@ -325,7 +433,7 @@ TEST(ReportHtml, AnEmptyRunIsStillAPage) {
   report.summary.matrix_name = "empty";
   summarize(report);
   XMLDocument document;
-  parse(run_to_html(report), document);
+  parse(html_of(report), document);
   EXPECT_THAT(text_of(elements_with_class(document, "verdict").at(0)), HasSubstr("SKIP"));
   EXPECT_TRUE(elements_with_class(document, "cell").empty());
 }

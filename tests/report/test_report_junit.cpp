@@ -54,6 +54,15 @@ RunReport sample_run() {
   return report;
 }
 
+// What the CLI renders with run/replay_command.h; here a recognizable stand-in.
+std::string replay_of(const CaseResult& result) {
+  return "fuzz_attention --case " + result.attention_case.id;
+}
+
+std::string junit(const RunReport& report) {
+  return run_to_junit_xml(report, replay_of);
+}
+
 // Parses the XML; fails the test if it is not well formed.
 void parse(const std::string& xml, XMLDocument& document) {
   ASSERT_EQ(document.Parse(xml.c_str()), tinyxml2::XML_SUCCESS) << xml;
@@ -70,7 +79,7 @@ const XMLElement* testcase_by_id(const XMLElement* suite, const std::string& id)
 
 TEST(ReportJunit, TestsuitesAndTestsuiteCarryTheCounts) {
   XMLDocument document;
-  parse(run_to_junit_xml(sample_run()), document);
+  parse(junit(sample_run()), document);
   const XMLElement* suites = document.FirstChildElement("testsuites");
   ASSERT_NE(suites, nullptr);
   EXPECT_STREQ(suites->Attribute("name"), "attnfuzz");
@@ -90,7 +99,7 @@ TEST(ReportJunit, TestsuitesAndTestsuiteCarryTheCounts) {
 TEST(ReportJunit, EachCaseIsATestcaseNamedByIdAndShape) {
   const RunReport report = sample_run();
   XMLDocument document;
-  parse(run_to_junit_xml(report), document);
+  parse(junit(report), document);
   const XMLElement* suite =
       document.FirstChildElement("testsuites")->FirstChildElement("testsuite");
   int testcases = 0;
@@ -107,7 +116,7 @@ TEST(ReportJunit, EachCaseIsATestcaseNamedByIdAndShape) {
 
 TEST(ReportJunit, PassingCaseHasNeitherFailureNorSkipped) {
   XMLDocument document;
-  parse(run_to_junit_xml(sample_run()), document);
+  parse(junit(sample_run()), document);
   const XMLElement* testcase = testcase_by_id(
       document.FirstChildElement("testsuites")->FirstChildElement("testsuite"), "smoke/0");
   ASSERT_NE(testcase, nullptr);
@@ -116,7 +125,7 @@ TEST(ReportJunit, PassingCaseHasNeitherFailureNorSkipped) {
 
 TEST(ReportJunit, FailingCaseHasFailureWithReasonFaultAndKeyFigures) {
   XMLDocument document;
-  parse(run_to_junit_xml(sample_run()), document);
+  parse(junit(sample_run()), document);
   const XMLElement* testcase = testcase_by_id(
       document.FirstChildElement("testsuites")->FirstChildElement("testsuite"), "smoke/1");
   ASSERT_NE(testcase, nullptr);
@@ -131,6 +140,30 @@ TEST(ReportJunit, FailingCaseHasFailureWithReasonFaultAndKeyFigures) {
   EXPECT_NE(body.find("max_abs_error=0.0625"), std::string::npos) << body;
   EXPECT_NE(body.find("row=3 dim=7"), std::string::npos) << body;
   EXPECT_NE(body.find("actual=0.5625"), std::string::npos) << body;
+  EXPECT_NE(body.find("replay: fuzz_attention --case smoke/1\n"), std::string::npos) << body;
+  EXPECT_EQ(testcase->FirstChildElement("system-out"), nullptr) << "no worker output to show";
+}
+
+TEST(ReportJunit, CrashedCaseCarriesTheWorkersLastOutputAndHowLongItRan) {
+  RunReport report = sample_run();
+  CaseResult& crashed = report.results[1];
+  crashed.ran = false;
+  crashed.reason = "crashed: the worker was killed by signal 11 while running the case";
+  crashed.output_tail = "kernel: launching tile 7\nkernel: <oops> & more";
+  crashed.total_seconds = 3.5;
+  XMLDocument document;
+  parse(junit(report), document);
+  const XMLElement* testcase = testcase_by_id(
+      document.FirstChildElement("testsuites")->FirstChildElement("testsuite"), "smoke/1");
+  ASSERT_NE(testcase, nullptr);
+  EXPECT_DOUBLE_EQ(testcase->DoubleAttribute("time"), 3.5);
+  const std::string body = testcase->FirstChildElement("failure")->GetText();
+  EXPECT_NE(body.find("replay: fuzz_attention --case smoke/1"), std::string::npos) << body;
+  EXPECT_NE(body.find("worker output (its end):\n" + crashed.output_tail), std::string::npos)
+      << body;
+  const XMLElement* system_out = testcase->FirstChildElement("system-out");
+  ASSERT_NE(system_out, nullptr);
+  EXPECT_EQ(std::string(system_out->GetText()), crashed.output_tail);
 }
 
 TEST(ReportJunit, FailureWithoutAFailingElementHasTypeError) {
@@ -138,7 +171,7 @@ TEST(ReportJunit, FailureWithoutAFailingElementHasTypeError) {
   report.results[1].ran = false;
   report.results[1].reason = "kernel threw: out of memory";
   XMLDocument document;
-  parse(run_to_junit_xml(report), document);
+  parse(junit(report), document);
   const XMLElement* failure =
       testcase_by_id(document.FirstChildElement("testsuites")->FirstChildElement("testsuite"),
                      "smoke/1")
@@ -150,7 +183,7 @@ TEST(ReportJunit, FailureWithoutAFailingElementHasTypeError) {
 
 TEST(ReportJunit, SkippedCaseHasSkippedWithReason) {
   XMLDocument document;
-  parse(run_to_junit_xml(sample_run()), document);
+  parse(junit(sample_run()), document);
   const XMLElement* testcase = testcase_by_id(
       document.FirstChildElement("testsuites")->FirstChildElement("testsuite"), "smoke/2");
   ASSERT_NE(testcase, nullptr);
@@ -162,7 +195,7 @@ TEST(ReportJunit, SkippedCaseHasSkippedWithReason) {
 
 TEST(ReportJunit, SuitePropertiesDescribeTheEnvironment) {
   XMLDocument document;
-  parse(run_to_junit_xml(sample_run()), document);
+  parse(junit(sample_run()), document);
   const XMLElement* properties = document.FirstChildElement("testsuites")
                                      ->FirstChildElement("testsuite")
                                      ->FirstChildElement("properties");
@@ -186,7 +219,7 @@ TEST(ReportJunit, ReasonWithMarkupCharactersIsEscapedAndRoundTrips) {
   RunReport report = sample_run();
   report.results[1].reason = reason;
   report.results[2].reason = reason;
-  const std::string xml = run_to_junit_xml(report);
+  const std::string xml = junit(report);
   EXPECT_EQ(xml.find("</failure>\""), std::string::npos);
   EXPECT_EQ(xml.find("< 1e-3 & \""), std::string::npos);
 
@@ -208,7 +241,7 @@ TEST(ReportJunit, ControlCharactersInAReasonDoNotBreakTheDocument) {
   RunReport report = sample_run();
   report.results[1].reason = std::string("kernel said \x01\x1b[31mboom");
   XMLDocument document;
-  parse(run_to_junit_xml(report), document);
+  parse(junit(report), document);
   const XMLElement* failure =
       testcase_by_id(document.FirstChildElement("testsuites")->FirstChildElement("testsuite"),
                      "smoke/1")
@@ -222,7 +255,7 @@ TEST(ReportJunit, EmptyRunIsStillAWellFormedDocument) {
   report.summary.matrix_name = "empty";
   summarize(report);
   XMLDocument document;
-  parse(run_to_junit_xml(report), document);
+  parse(junit(report), document);
   const XMLElement* suite =
       document.FirstChildElement("testsuites")->FirstChildElement("testsuite");
   ASSERT_NE(suite, nullptr);

@@ -150,6 +150,8 @@ TEST(WorkerPool, AHangIsKilledAtTheTimeoutAndTheRestRun) {
   ASSERT_EQ(outcomes.losses.size(), 1u);
   EXPECT_EQ(outcomes.losses.at(1).kind, WorkerLossKind::hung);
   EXPECT_THAT(outcomes.losses.at(1).description, HasSubstr("no answer within 0.5 s"));
+  EXPECT_GE(outcomes.losses.at(1).seconds, 0.5) << "a hang's duration is how long it ran";
+  EXPECT_LT(outcomes.losses.at(1).seconds, 60.0);
   EXPECT_EQ(outcomes.answers.size(), 2u);
 }
 
