@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/run_settings_options.h"
 #include "core/harness_error.h"
 
 namespace attnfuzz {
@@ -79,6 +80,10 @@ HarnessOptions parse_harness_options(int argc, char** argv) {
 #undef ATTNFUZZ_FLAG_FLAG
 #undef ATTNFUZZ_FLAG_SHARED_OPTION
 #undef ATTNFUZZ_FLAG_OPTION
+  // The values of a flag with a few fixed ones in place of its type ("{auto,cpu,cuda}=auto").
+  for (const FlagChoices& choices : flag_choices()) {
+    app.get_option(choices.flag)->type_name(choices.choices);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -62,7 +62,8 @@ namespace attnfuzz {
   X(OPTION, std::string, shard, "--shard", "",                                                     \
     "Run only part I of N of the matrix (e.g. 2/4): disjoint parts that together are the whole")   \
   X(OPTION, std::vector<std::string>, case_ids, "--case", {},                                      \
-    "Run only the case with this id (repeatable), e.g. --case edges/12")                           \
+    "Run only the cases whose id matches (repeatable; * ? [..] as in the shell): edges/12, "       \
+    "'pr/1*'")                                                                                     \
   X(OPTION, std::string, json, "--json", "", "Write the JSON report here (atomically)")            \
   X(OPTION, std::string, junit, "--junit", "", "Write a JUnit XML report here (atomically)")       \
   X(OPTION, std::string, markdown, "--markdown", "",                                               \
@@ -96,6 +97,8 @@ namespace attnfuzz {
   X(FLAG, bool, quiet, "--quiet", false, "Print only failing and skipped cases and the summary")   \
   X(OPTION, double, progress_every, "--progress-every", 10.0,                                      \
     "When stderr is not a terminal (a CI log), a progress line there every S seconds (0: none)")   \
+  X(FLAG, bool, list_cases, "--list-cases", false,                                                 \
+    "List the id and shape of each case the run would run (after --case and --shard), then exit")  \
   X(FLAG, bool, list_kernels, "--list-kernels", false,                                             \
     "List kernels, what they support and their planted bugs, then exit")                           \
   X(FLAG, bool, version, "--version", false,                                                       \

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention: runs a matrix of attention cases on a kernel under test and judges each against
 // the float64 oracle. Exit codes: 0 pass, 1 fail, 2 nothing could run, 3 harness error.
+#include <fnmatch.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,19 +74,34 @@ void list_kernels(std::ostream& out) {
   }
 }
 
+// Whether a case id matches a --case pattern: the id itself (a replayed file's name may hold * or
+// [), or a shell wildcard pattern (fnmatch: * and ? match '/' too).
+bool id_matches(const std::string& id, const std::string& pattern) {
+  return id == pattern || fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
+}
+
+// The matrix's cases that one of the patterns matches, in the matrix's order; every pattern must
+// match a case.
 std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
-                                        const std::vector<std::string>& ids) {
-  if (ids.empty()) return matrix.cases;
-  std::vector<AttentionCase> selected;
-  for (const std::string& id : ids) {
-    bool found = false;
-    for (const AttentionCase& attention_case : matrix.cases) {
-      if (attention_case.id == id) {
-        selected.push_back(attention_case);
-        found = true;
-      }
+                                        const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return matrix.cases;
+  for (const std::string& pattern : patterns) {
+    const bool found = std::any_of(matrix.cases.begin(), matrix.cases.end(),
+                                   [&](const AttentionCase& attention_case) {
+                                     return id_matches(attention_case.id, pattern);
+                                   });
+    if (!found) {
+      throw HarnessError("--case: no case id matches '" + pattern + "' in " + matrix.source +
+                         " (--list-cases lists them)");
     }
-    if (!found) throw HarnessError("--case: no case '" + id + "' in " + matrix.source);
+  }
+  std::vector<AttentionCase> selected;
+  for (const AttentionCase& attention_case : matrix.cases) {
+    if (std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+          return id_matches(attention_case.id, pattern);
+        })) {
+      selected.push_back(attention_case);
+    }
   }
   return selected;
 }
@@ -201,6 +217,16 @@ int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::p
   }
   std::cout << "saved " << saved << " of " << cases.size() << " cases to " << folder.string()
             << "\n";
+  return kExitPass;
+}
+
+// --list-cases: what a run with these flags would run, a case a line: its id and its shape.
+int list_cases(const HarnessOptions& options) {
+  const RunPlan plan = plan_of(options);
+  for (const AttentionCase& attention_case : cases_to_run(options, plan)) {
+    std::cout << escape_control_characters(attention_case.id) << "  "
+              << describe_case(attention_case) << "\n";
+  }
   return kExitPass;
 }
 
@@ -790,6 +816,7 @@ int run(int argc, char** argv) {
     });
   }
   if (!options.describe.empty()) return describe(options.describe);
+  if (options.list_cases) return list_cases(options);
   if (options.list_properties) {
     list_properties(std::cout);
     return kExitPass;

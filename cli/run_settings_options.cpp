@@ -17,17 +17,35 @@ constexpr int kMaxRepeats = 1000;
 constexpr double kMaxBenchSeconds = 3600;
 constexpr int kMaxBenchRounds = 100;
 
+constexpr Backend kBackends[] = {Backend::auto_select, Backend::cpu, Backend::cuda};
+constexpr OracleChoice kOracles[] = {OracleChoice::auto_select, OracleChoice::cpu,
+                                     OracleChoice::cuda};
+
+// "{auto,cpu,cuda}": CLI11's notation for a set of values.
+template <typename Value, std::size_t count>
+std::string choices_of(const Value (&values)[count], std::string_view (*name)(Value)) {
+  std::string text = "{";
+  for (const Value value : values) text += std::string(name(value)) + ",";
+  text.back() = '}';
+  return text;
+}
+
 }  // namespace
 
+std::vector<FlagChoices> flag_choices() {
+  return {{"--backend", choices_of(kBackends, backend_name)},
+          {"--oracle", choices_of(kOracles, oracle_choice_name)}};
+}
+
 Backend parse_backend(std::string_view name) {
-  for (Backend backend : {Backend::auto_select, Backend::cpu, Backend::cuda}) {
+  for (Backend backend : kBackends) {
     if (backend_name(backend) == name) return backend;
   }
   throw HarnessError("--backend: unknown backend '" + std::string(name) + "' (auto, cpu or cuda)");
 }
 
 OracleChoice parse_oracle(std::string_view name) {
-  for (OracleChoice choice : {OracleChoice::auto_select, OracleChoice::cpu, OracleChoice::cuda}) {
+  for (OracleChoice choice : kOracles) {
     if (oracle_choice_name(choice) == name) return choice;
   }
   throw HarnessError("--oracle: unknown oracle '" + std::string(name) + "' (auto, cpu or cuda)");

@@ -6,12 +6,20 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/harness_options.h"
 #include "kernels/planted_bug.h"
 #include "run/case_runner.h"
 
 namespace attnfuzz {
+
+// The words a flag with a few fixed values takes, for --help: {"--backend", "{auto,cpu,cuda}"}.
+struct FlagChoices {
+  std::string flag;
+  std::string choices;
+};
+std::vector<FlagChoices> flag_choices();
 
 // --backend: auto, cpu or cuda.
 Backend parse_backend(std::string_view name);

@@ -248,7 +248,11 @@ INSTANTIATE_TEST_SUITE_P(
         HarnessErrorCase{"unknown_case_id",
                          kValidMatrix,
                          "--configs {matrix} --case t/9",
-                         {"--case", "no case 't/9'", "matrix.json"}},
+                         {"--case", "no case id matches 't/9'", "matrix.json", "--list-cases"}},
+        HarnessErrorCase{"case_pattern_matching_nothing",
+                         kValidMatrix,
+                         "--configs {matrix} --case 't/0' --case 'u/*'",
+                         {"--case", "no case id matches 'u/*'"}},
         HarnessErrorCase{"unknown_kernel_in_the_matrix",
                          R"({"name": "t", "cases": [{"seq_len": 70, "kernel": "gpu_magic"}]})",
                          "--configs {matrix}",
@@ -657,8 +661,47 @@ TEST_F(FuzzAttention, HelpExitsZeroAndDescribesEveryFlagAndTheExitCodes) {
   EXPECT_THAT(result.out, HasSubstr("Exit codes: 0 pass, 1 a case failed, 2 nothing could run, 3"));
   // Each option with its default beside it.
   EXPECT_THAT(result.out, HasSubstr("--repeats INT=2"));
-  EXPECT_THAT(result.out, HasSubstr("--backend TEXT=auto"));
   EXPECT_THAT(result.out, HasSubstr("--max-slowdown FLOAT=0.03"));
+  // A flag with a few fixed values shows them in place of its type.
+  EXPECT_THAT(result.out, HasSubstr("--backend {auto,cpu,cuda}=auto"));
+  EXPECT_THAT(result.out, HasSubstr("--oracle {auto,cpu,cuda}=auto"));
+}
+
+TEST_F(FuzzAttention, EachChoiceTheHelpListsIsAccepted) {
+  for (const char* flag : {"--backend", "--oracle"}) {
+    for (const char* value : {"auto", "cpu", "cuda"}) {
+      const RunResult result =
+          run_matrix(kTwoCases, std::string("--list-cases ") + flag + " " + value);
+      EXPECT_EQ(result.exit_code, 0) << flag << " " << value << "\n" << result.err;
+    }
+  }
+}
+
+TEST_F(FuzzAttention, ListCasesPrintsTheIdAndShapeOfEachCaseTheRunWouldRunAndRunsNone) {
+  const RunResult all = run_matrix(kPassFailSkip, "--list-cases");
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out,
+            "t/0  B=1 H=2 Sq=70 Sk=128 D=64 fp16 data=normal seed=1\n"
+            "t/1  B=1 H=2 Sq=70 Sk=100 D=64 fp16 data=normal seed=1\n"
+            "t/2  B=1 H=2 Sq=70 Sk=100 D=80 fp16 data=normal seed=1\n");
+  // After --case and --shard, as the run would take them.
+  const RunResult selected = run_matrix(kPassFailSkip, "--list-cases --case 't/[12]' --shard 2/2");
+  EXPECT_EQ(selected.exit_code, 0) << selected.err;
+  const RunResult whole_selection = run_matrix(kPassFailSkip, "--list-cases --case 't/[12]'");
+  EXPECT_EQ(whole_selection.out,
+            "t/1  B=1 H=2 Sq=70 Sk=100 D=64 fp16 data=normal seed=1\n"
+            "t/2  B=1 H=2 Sq=70 Sk=100 D=80 fp16 data=normal seed=1\n");
+  EXPECT_NE(selected.out, whole_selection.out) << "the shard takes part of the selection";
+}
+
+TEST_F(FuzzAttention, CasePatternsSelectEveryMatchingCaseOnceInMatrixOrder) {
+  const RunResult result =
+      run_matrix(kPassFailSkip, "--plant drop_last_key_tile --case 't/*' --case t/1 --case 't/?'");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_EQ(result.last_line(), "1 passed, 1 failed, 1 skipped") << "each case ran once";
+  const std::size_t first = result.out.find("t/0");
+  const std::size_t second = result.out.find("t/1");
+  EXPECT_LT(first, second) << result.out;
 }
 
 }  // namespace
