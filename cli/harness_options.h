@@ -75,6 +75,8 @@ namespace attnfuzz {
     "Runs of the kernel per case on the same inputs; from 2 on each must write the same bits")     \
   X(FLAG, bool, allow_nondeterminism, "--allow-nondeterminism", false,                             \
     "The kernel may write different bits on each run (atomics): judge every run on its own")       \
+  X(SHARED_OPTION, std::string, accumulation, "--accumulation", "fp32",                            \
+    "The kernel's P.V accumulator, declared: dtype (input: the case's), /KEYS per rounding")       \
   X(OPTION, std::string, stream, "--stream", "",                                                   \
     "Append each case's result to this JSON Lines file the moment it finishes (synced to disk)")   \
   X(OPTION, std::string, resume, "--resume", "",                                                   \
@@ -120,10 +122,10 @@ HarnessOptions parse_harness_options(int argc, char** argv);
 std::string flag_environment_name(std::string_view flag);
 
 // fuzz_attention_libfuzzer's settings: the SHARED_OPTION rows only (--backend, --oracle, --kernel,
-// --kernel-lib, --plant, --threads, --repeats), each from its last `--flag=value` in argv, else
-// from its environment variable ATTNFUZZ_<FLAG> when that is set and not empty, else from
-// `defaults`. Every other argument is left to libFuzzer (its own -flag=value, corpus folders, and
-// any other --flag, which it ignores); `--flag value` with a space is not read. Throws
+// --kernel-lib, --plant, --threads, --repeats, --accumulation), each from its last `--flag=value`
+// in argv, else from its environment variable ATTNFUZZ_<FLAG> when that is set and not empty, else
+// from `defaults`. Every other argument is left to libFuzzer (its own -flag=value, corpus folders,
+// and any other --flag, which it ignores); `--flag value` with a space is not read. Throws
 // HarnessError on a value of the wrong type; what the values mean is checked by
 // cli/run_settings_options.h.
 HarnessOptions parse_shared_options(HarnessOptions defaults, int argc, char** argv);

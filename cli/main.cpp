@@ -320,8 +320,25 @@ CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char*
 
 // --properties: the search, or with --replay the check of saved cases. Each check runs contained
 // in a worker, as the matrix runner's cases do, unless --in-process asks otherwise.
+// The report flags describe a matrix run; the property search prints its outcome and saves each
+// minimal failing case instead. Given with --properties they would be ignored: refused.
+void refuse_report_flags_with_properties(const HarnessOptions& options) {
+  const std::pair<const char*, const std::string*> report_flags[] = {
+      {"--json", &options.json}, {"--junit", &options.junit},   {"--markdown", &options.markdown},
+      {"--html", &options.html}, {"--stream", &options.stream}, {"--resume", &options.resume},
+  };
+  for (const auto& [flag, value] : report_flags) {
+    if (!value->empty()) {
+      throw HarnessError(std::string(flag) +
+                         " reports a matrix run; --properties writes no report (it prints each "
+                         "property's outcome and saves minimal failing cases in --regressions)");
+    }
+  }
+}
+
 int run_property_mode(const HarnessOptions& options, const RunSettings& settings, int argc,
                       char** argv) {
+  refuse_report_flags_with_properties(options);
   CaseRunner(settings).validate(AttentionCase{});  // the kernel exists and carries the plant
   std::optional<ContainedPropertyCheck> contained;
   PropertyChecker checker;
@@ -463,6 +480,13 @@ std::string set_up_kernels(const HarnessOptions& options, const char* argv0) {
 RunReport start_report(const CaseMatrix& matrix, const RunSettings& settings) {
   RunReport report;
   report.environment = describe_environment(backend_name(settings.backend));
+  if (settings.numerics.declared()) {
+    report.environment.numerics.emplace_back(
+        "declared_accumulation",
+        std::string(accumulation_name(settings.numerics)) +
+            " for P V and the row sum (--accumulation): the bounds and the plain reference follow "
+            "it, the bias test is off (docs/tolerance.md, Declared numerics)");
+  }
   report.summary.matrix_name = matrix.name;
   report.summary.matrix_source = matrix.source;
   report.summary.started_at = utc_timestamp();

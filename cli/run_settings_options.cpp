@@ -33,8 +33,25 @@ std::string choices_of(const Value (&values)[count], std::string_view (*name)(Va
 }  // namespace
 
 std::vector<FlagChoices> flag_choices() {
+  std::string accumulations = "{fp32";
+  for (const DtypeTraits& traits : kDtypeTraits) {
+    accumulations += "," + std::string(traits.name) + "[/KEYS]";
+  }
+  accumulations += ",input[/KEYS]";
   return {{"--backend", choices_of(kBackends, backend_name)},
-          {"--oracle", choices_of(kOracles, oracle_choice_name)}};
+          {"--oracle", choices_of(kOracles, oracle_choice_name)},
+          {"--accumulation", accumulations + "}"}};
+}
+
+DeclaredNumerics parse_declared_accumulation(std::string_view name) {
+  const std::optional<DeclaredNumerics> numerics = parse_accumulation(name);
+  if (!numerics) {
+    throw HarnessError(
+        "--accumulation: expected fp32, or fp16, bf16 or input (each case's dtype) with an "
+        "optional /KEYS (keys summed in fp32 between roundings, 1 to " +
+        std::to_string(kMaxKeysPerRounding) + "), got '" + std::string(name) + "'");
+  }
+  return *numerics;
 }
 
 Backend parse_backend(std::string_view name) {
@@ -119,6 +136,7 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   }
   settings.repeats = options.repeats;
   settings.allow_nondeterminism = options.allow_nondeterminism;
+  settings.numerics = parse_declared_accumulation(options.accumulation);
   settings.bench = bench_settings_of(options);
   return settings;
 }

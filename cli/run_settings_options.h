@@ -25,6 +25,8 @@ std::vector<FlagChoices> flag_choices();
 Backend parse_backend(std::string_view name);
 // --oracle: auto, cpu or cuda.
 OracleChoice parse_oracle(std::string_view name);
+// --accumulation: fp32 (the locked numerics), fp16 or bf16.
+DeclaredNumerics parse_declared_accumulation(std::string_view name);
 // --plant: none or a planted bug's name (kernels/planted_bug.h).
 PlantedBug parse_plant(std::string_view name);
 // --threads: the process's default thread count (0: the default of core/parallel_for.h).
@@ -38,9 +40,10 @@ std::string load_kernel_lib(const std::string& path);
 // come with --bench, and --max-slowdown is sane). Throws HarnessError.
 BenchSettings bench_settings_of(const HarnessOptions& options);
 
-// The run settings the flags name: --backend, --oracle, --plant, --kernel-lib (loaded already by
-// load_kernel_lib, which returned `plugin_kernel`), the kernel (--kernel when given, else the
-// plugin's kernel, else none: each case's own, or the backend's default) and --bench's.
+// The run settings the flags name: --backend, --oracle, --plant, --accumulation, --kernel-lib
+// (loaded already by load_kernel_lib, which returned `plugin_kernel`), the kernel (--kernel when
+// given, else the plugin's kernel, else none: each case's own, or the backend's default) and
+// --bench's.
 RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel);
 
 }  // namespace attnfuzz

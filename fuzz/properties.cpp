@@ -126,6 +126,7 @@ struct Subject {
   AttentionProblem problem;
   AttentionInputs inputs;
   PlantedBug plant = PlantedBug::none;
+  DeclaredNumerics numerics;  // the bounds follow the kernel's declared accumulation
 
   KernelOutput run(const AttentionInputs& on) const { return execute(*kernel, problem, on, plant); }
   KernelOutput run() const { return run(inputs); }
@@ -146,7 +147,7 @@ std::optional<std::string> check_permutation(const Subject& subject) {
     std::copy_n(&subject.inputs.k[k_from], dim, &permuted.k[k_at]);
     std::copy_n(&subject.inputs.v[v_from], dim, &permuted.v[v_at]);
   });
-  const OracleFreeBound bound(problem, input_tensors(subject.inputs));
+  const OracleFreeBound bound(problem, input_tensors(subject.inputs), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(permuted),
                          "after reversing the order of the keys", nullptr,
                          within_bounds(bound, bound));
@@ -184,8 +185,8 @@ std::optional<std::string> check_key_shift(const Subject& subject, std::uint64_t
       }
     }
   }
-  const OracleFreeBound first(problem, input_tensors(subject.inputs));
-  const OracleFreeBound second(problem, input_tensors(shifted));
+  const OracleFreeBound first(problem, input_tensors(subject.inputs), subject.numerics);
+  const OracleFreeBound second(problem, input_tensors(shifted), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(shifted),
                          "after adding one vector to every key of its head", nullptr,
                          within_bounds(first, second));
@@ -415,6 +416,7 @@ std::optional<std::string> check_property(Property property, const AttentionCase
   subject.inputs = generate_inputs(subject.problem, attention_case.data, attention_case.seed,
                                    attention_case.injection);
   subject.plant = settings.plant;
+  subject.numerics = settings.numerics;
   switch (property) {
     case Property::key_value_permutation:
       return check_permutation(subject);

@@ -3,12 +3,14 @@
 // FlashAttention's "at most twice the error of a same-precision reference" rule. It follows the
 // unfused reference of FlashAttention's tests with upcast off: Q is scaled and rounded, scores are
 // rounded to the dtype, softmax runs in fp32 and its probabilities are rounded, then P V is
-// rounded. Matrix products use SGEMM on the exactly widened inputs (fp32 accumulation).
+// rounded. Matrix products use SGEMM on the exactly widened inputs (fp32 accumulation), but P V in
+// a declared accumulation dtype, which is a loop rounding every partial sum.
 #include "oracle/plain_attention.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 
@@ -19,8 +21,33 @@
 
 namespace attnfuzz {
 
+namespace {
+
+// out[i][d] = sum_j P[i][j] V[j][d] as the declared accumulator forms it: each block of
+// keys_per_rounding keys summed in fp32, then added to the accumulator and rounded to its dtype.
+void accumulate_as_declared(const float* probabilities, const float* value, std::int64_t seq_q,
+                            std::int64_t seq_k, std::int64_t dim, const DeclaredNumerics& numerics,
+                            Dtype accumulator, float* out) {
+  const std::int64_t block = numerics.keys_per_rounding;
+  for (std::int64_t i = 0; i < seq_q; ++i) {
+    for (std::int64_t d = 0; d < dim; ++d) {
+      float sum = 0.0f;
+      for (std::int64_t first = 0; first < seq_k; first += block) {
+        float block_sum = 0.0f;
+        for (std::int64_t j = first; j < std::min(first + block, seq_k); ++j) {
+          block_sum += probabilities[i * seq_k + j] * value[j * dim + d];
+        }
+        sum = round_to_dtype(sum + block_sum, accumulator);
+      }
+      out[i * dim + d] = sum;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<float> plain_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
-                                   int threads) {
+                                   int threads, const DeclaredNumerics& numerics) {
   const std::int64_t dim = problem.head_dim;
   const std::int64_t seq_q = problem.seq_len_q;
   const std::int64_t seq_k = problem.seq_len_k;
@@ -69,6 +96,12 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
           std::fill(row + std::max<std::int64_t>(visible, 0), row + seq_k, 0.0f);
         }
         float* out = &output[static_cast<std::size_t>(item * seq_q * dim)];
+        if (const std::optional<Dtype> accumulator = numerics.accumulator_for(dtype)) {
+          accumulate_as_declared(scores.data(), value.data(), seq_q, seq_k, dim, numerics,
+                                 *accumulator, out);
+          round_to_dtype_in_place(out, seq_q * dim, dtype);
+          return;
+        }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(seq_q),
                     static_cast<int>(dim), static_cast<int>(seq_k), 1.0f, scores.data(),
                     static_cast<int>(seq_k), value.data(), static_cast<int>(dim), 0.0f, out,

@@ -8,11 +8,14 @@
 #include <vector>
 
 #include "core/attention_problem.h"
+#include "oracle/declared_numerics.h"
 
 namespace attnfuzz {
 
-// Compact [batch][heads][seq_len_q][head_dim] output, already rounded to the dtype.
+// Compact [batch][heads][seq_len_q][head_dim] output, already rounded to the dtype. Under a
+// declared accumulation (`numerics`), P V is summed in that dtype, rounded once per block of keys,
+// as the kernel's own accumulator is: FlashAttention's rule then compares like with like.
 std::vector<float> plain_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
-                                   int threads = 0);
+                                   int threads = 0, const DeclaredNumerics& numerics = {});
 
 }  // namespace attnfuzz

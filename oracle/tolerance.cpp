@@ -5,11 +5,14 @@
 // rounds P to the input dtype once may be off by at most
 //
 //   E   = (2 u + 2 dS_i + 2 gamma(Sk) + (2 Sk + 10) u32) A_id          rounding of P, fp32 work
-//       + (eta (Vsum_d + Sk |O_id|) + u32 / e * Vsum_d) / l_i          P below the normal range
+//       + (eta (Vsum_d + Sk |O_id|) + u32 / e * Vsum_d + Sk eta_a) / l_i  P below the normal range
 //   allowed = E + u (|O_id| + E) + eta                                 rounding of the output
 //
-// u: the dtype's unit roundoff; eta: half its smallest subnormal; u32 = 2^-24;
-// gamma(n) = n u32 / (1 - n u32); dS_i = gamma(D + 2) * scale * |Q_i| max_j |K_j|, the fp32 error
+// u: the dtype's unit roundoff; eta: half its smallest subnormal; u32 = 2^-24; eta_a: half the
+// P V accumulator's smallest subnormal; gamma(n) = n u32 / (1 - n u32). A kernel that declares an
+// accumulator of another dtype (unit roundoff u_a), rounded at most twice per k keys summed in fp32
+// (oracle/declared_numerics.h), has 2 gamma(k) + 2 gamma_a(2 ceil(Sk / k)) in place of 2 gamma(Sk).
+// dS_i = gamma(D + 2) * scale * |Q_i| max_j |K_j|, the fp32 error
 // bound of a score. The score term is exact rather than first order: exponents each off by at
 // most dS_i move a probability by a factor within exp(+-2 dS_i), so the first line's 2 dS_i is
 // (exp(2 dS_i) - 1)(1 + the rest), which is what keeps the bound an upper bound for large scores.
@@ -28,28 +31,53 @@
 namespace attnfuzz {
 namespace {
 
-double gamma32(double n) {
-  const double nu = n * kFloat32UnitRoundoff;
-  return nu / (1.0 - nu);
+// gamma(n) = n u / (1 - n u): the relative error bound of n roundings of unit roundoff u; infinite
+// once n u reaches 1 (no bound then).
+double gamma(double n, double unit_roundoff) {
+  const double nu = n * unit_roundoff;
+  return nu < 1.0 ? nu / (1.0 - nu) : std::numeric_limits<double>::infinity();
 }
 
 struct ToleranceTerms {
   double unit_roundoff;          // u of the input/output dtype
   double half_subnormal;         // eta
-  double magnitude_factor_base;  // 2u + 2 gamma(Sk) + (2 Sk + 10) u32
+  double magnitude_factor_base;  // 2u + accumulation_spread
+  double accumulator_underflow;  // Sk eta_acc: roundings of the accumulator below its normal range
+  double accumulation_spread;    // what accumulating allows, relative to A (term 5)
   double score_gamma;            // gamma(D + 2)
   double seq_len_k;
+  std::string accumulation;  // the accumulator, "fp32" unless declared otherwise (--accumulation)
 
-  explicit ToleranceTerms(const AttentionProblem& problem) {
+  ToleranceTerms(const AttentionProblem& problem, const DeclaredNumerics& numerics) {
     const DtypeTraits& traits = traits_of(problem.dtype);
     const double seq_k = static_cast<double>(problem.seq_len_k);
     unit_roundoff = traits.unit_roundoff();
     half_subnormal = traits.min_subnormal / 2.0;
-    magnitude_factor_base =
-        2.0 * unit_roundoff + 2.0 * gamma32(seq_k) + (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
-    score_gamma = gamma32(static_cast<double>(problem.head_dim) + 2.0);
+    if (numerics.declared()) {
+      // Blocks of k keys summed in fp32 (gamma32(k) each, numerator and row sum), the accumulator
+      // rounded at most twice per block (2 gamma_a(2 ceil(Sk / k))), exp and the final division
+      // in fp32 as ever ((2 Sk + 10) u32).
+      const double keys = static_cast<double>(numerics.keys_per_rounding);
+      const double roundings = 2.0 * std::ceil(seq_k / keys);
+      accumulation_spread =
+          2.0 * gamma(std::min(keys, seq_k), kFloat32UnitRoundoff) +
+          2.0 * gamma(roundings, numerics.accumulation_unit_roundoff(problem.dtype)) +
+          (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
+    } else {
+      accumulation_spread =
+          2.0 * gamma(seq_k, kFloat32UnitRoundoff) + (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
+    }
+    magnitude_factor_base = 2.0 * unit_roundoff + accumulation_spread;
+    accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
+    score_gamma = gamma(static_cast<double>(problem.head_dim) + 2.0, kFloat32UnitRoundoff);
     seq_len_k = seq_k;
+    accumulation = accumulation_name(numerics);
   }
+
+  // Whether the accumulation term pins the outputs: it lets each move by accumulation_spread of its
+  // scale A, which, as for the probabilities, must be at most kMaxProbabilitySpread for a verdict.
+  // With fp32 accumulation that holds to a million keys; an fp16 accumulator reaches it near 120.
+  bool accumulation_judgeable() const { return accumulation_spread <= kMaxProbabilitySpread; }
 
   // exp(2 dS_i) - 1: how far, relatively, the bound lets each probability of the row move.
   double probability_spread(double score_scale) const {
@@ -62,7 +90,7 @@ struct ToleranceTerms {
     const double before_rounding =
         (magnitude_factor_base + spread * (1.0 + magnitude_factor_base)) * magnitude +
         (half_subnormal * (value_abs_sum + seq_len_k * std::fabs(expected)) +
-         kFloat32UnitRoundoff / std::numbers::e * value_abs_sum) *
+         kFloat32UnitRoundoff / std::numbers::e * value_abs_sum + accumulator_underflow) *
             inverse_row_sum;
     return before_rounding + unit_roundoff * (std::fabs(expected) + before_rounding) +
            half_subnormal;
@@ -155,15 +183,26 @@ inline void record_verdict(const ElementReport& element, double ratio, Compariso
   ++result.elements;
 }
 
-// Why row (b, h, i) cannot be judged: the oracle overflowed on it, or its bound lets the
-// probabilities move by `spread` (infinite when even that overflowed).
-std::string inconclusive_row_reason(std::int64_t b, std::int64_t h, std::int64_t i, double spread,
-                                    bool oracle_overflowed) {
+// Why row (b, h, i) cannot be judged: the oracle overflowed on it, the declared accumulation lets
+// its outputs move too far, or its bound lets the probabilities move by `spread` (infinite when
+// even that overflowed).
+std::string inconclusive_row_reason(const ToleranceTerms& terms, std::int64_t b, std::int64_t h,
+                                    std::int64_t i, double spread, bool oracle_overflowed) {
   std::ostringstream reason;
   reason.precision(3);
   reason << "inconclusive: row (b=" << b << ", h=" << h << ", i=" << i << ") ";
   if (oracle_overflowed) {
     reason << "has scores or values beyond float64's range: the oracle cannot compute it";
+  } else if (!terms.accumulation_judgeable()) {
+    reason << "sums " << static_cast<long long>(terms.seq_len_k) << " keys in the declared "
+           << terms.accumulation << " accumulator, whose roundings may move an output by ";
+    if (std::isfinite(terms.accumulation_spread)) {
+      reason << 100.0 * terms.accumulation_spread << "% of its scale";
+    } else {
+      reason << "more than its scale";
+    }
+    reason << " (a verdict needs at most " << 100.0 * kMaxProbabilitySpread
+           << "%): shorter rows, fewer roundings, or fp32 accumulation";
   } else {
     reason << "has scores so large that fp32 rounding may move its probabilities by a factor of ";
     if (std::isfinite(spread)) {
@@ -197,7 +236,7 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
         const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
         const std::uint16_t* out_row = tensor_row(output, problem.o_strides, b, i, h);
         const double spread = terms.probability_spread(reference.score_scale[row_index]);
-        bool judgeable = spread <= kMaxProbabilitySpread;
+        bool judgeable = spread <= kMaxProbabilitySpread && terms.accumulation_judgeable();
         bool oracle_overflowed = false;
         std::uint64_t fingerprint = static_cast<std::uint64_t>(kv_head);
         bias.begin_row();
@@ -225,7 +264,8 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
         if (judgeable) {
           bias.end_row(fingerprint);
         } else if (result.inconclusive_rows++ == 0) {
-          result.inconclusive_reason = inconclusive_row_reason(b, h, i, spread, oracle_overflowed);
+          result.inconclusive_reason =
+              inconclusive_row_reason(terms, b, h, i, spread, oracle_overflowed);
         }
       }
     }
@@ -343,8 +383,9 @@ std::string_view element_fault_name(ElementFault fault) {
 }
 
 double allowed_error(const AttentionProblem& problem, const ReferenceAttention& reference,
-                     std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim) {
-  const ToleranceTerms terms(problem);
+                     std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim,
+                     const DeclaredNumerics& numerics) {
+  const ToleranceTerms terms(problem, numerics);
   const std::int64_t index = compact_index(problem, batch, head, row, dim);
   const std::int64_t row_index = index / problem.head_dim;
   const std::int64_t kv_head = head / problem.group_size();
@@ -354,8 +395,9 @@ double allowed_error(const AttentionProblem& problem, const ReferenceAttention& 
       reference.value_abs_sum[(batch * problem.kv_heads + kv_head) * problem.head_dim + dim]);
 }
 
-OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const AttentionTensors& inputs)
-    : problem_(problem) {
+OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const AttentionTensors& inputs,
+                                 const DeclaredNumerics& numerics)
+    : problem_(problem), numerics_(numerics) {
   const std::span<const float> widen = widening_table(problem.dtype);
   const std::int64_t dim = problem.head_dim;
   auto norm = [&](const std::uint16_t* row) {
@@ -397,7 +439,7 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
 
 double OracleFreeBound::allowed(std::int64_t batch, std::int64_t head, std::int64_t row,
                                 std::int64_t dim, double output_magnitude) const {
-  const ToleranceTerms terms(problem_);
+  const ToleranceTerms terms(problem_, numerics_);
   const std::int64_t slot =
       (batch * problem_.kv_heads + head / problem_.group_size()) * problem_.head_dim + dim;
   if (problem_.last_visible_key(row) < 0) return terms.half_subnormal;  // must be exactly 0
@@ -408,8 +450,9 @@ double OracleFreeBound::allowed(std::int64_t batch, std::int64_t head, std::int6
 
 Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
-                                const std::vector<float>& plain, const std::uint16_t* output) {
-  const ToleranceTerms terms(problem);
+                                const std::vector<float>& plain, const std::uint16_t* output,
+                                const DeclaredNumerics& numerics) {
+  const ToleranceTerms terms(problem, numerics);
   const ExpectedSummary expected = summarize_expected(reference.output);
   Comparison result;
   std::vector<double> actual_values(reference.output.size());
@@ -418,6 +461,10 @@ Comparison compare_to_reference(const AttentionProblem& problem,
   const ErrorSums sums =
       check_elements(problem, terms, reference, output, relative_floor, result, actual_values);
   summarize_errors(sums, expected.sum, reference.output, actual_values, result);
+  // The bias test's model, that a correct kernel's errors are symmetric, does not hold for a
+  // low-precision accumulator: addends below half its step are lost (stagnation), which leans
+  // toward zero. Under a declared accumulation the bounds and FlashAttention's rule judge alone.
+  if (numerics.declared()) result.bias = RoundingBias{};
   apply_flash_attention_rule(terms.unit_roundoff, expected.max_abs,
                              plain_max_abs_error(plain, reference.output), result);
   result.error_ratio = std::max({result.bound_ratio, result.fa_rule_ratio, result.bias.ratio});

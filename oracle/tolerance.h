@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/attention_problem.h"
+#include "oracle/declared_numerics.h"
 #include "oracle/reference_attention.h"
 #include "oracle/rounding_bias.h"
 
@@ -64,7 +65,8 @@ struct Comparison {
 
 // The per-element bound for element (batch, head, row, dim) of `reference`, in absolute terms.
 double allowed_error(const AttentionProblem& problem, const ReferenceAttention& reference,
-                     std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim);
+                     std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim,
+                     const DeclaredNumerics& numerics = {});
 
 // The same bound without a reference, for comparing two kernel outputs that must agree
 // (metamorphic properties). It replaces A_id by max_j |V_jd| (A is an average of those) and 1/l_i
@@ -72,22 +74,26 @@ double allowed_error(const AttentionProblem& problem, const ReferenceAttention& 
 // truth, so two outputs may differ by at most twice it.
 class OracleFreeBound {
  public:
-  OracleFreeBound(const AttentionProblem& problem, const AttentionTensors& inputs);
+  OracleFreeBound(const AttentionProblem& problem, const AttentionTensors& inputs,
+                  const DeclaredNumerics& numerics = {});
   // `output_magnitude`: the larger |O_id| of the two outputs compared.
   double allowed(std::int64_t batch, std::int64_t head, std::int64_t row, std::int64_t dim,
                  double output_magnitude) const;
 
  private:
   AttentionProblem problem_;
+  DeclaredNumerics numerics_;
   std::vector<double> score_scale_;    // [batch][heads][seq_len_q]
   std::vector<double> value_abs_max_;  // [batch][kv_heads][head_dim]
   std::vector<double> value_abs_sum_;  // [batch][kv_heads][head_dim]
 };
 
 // `output` points at element [0,0,0,0] of the kernel's output, laid out by problem.o_strides.
-// `plain` is plain_attention()'s result for the same inputs.
+// `plain` is plain_attention()'s result for the same inputs and `numerics`. Under a declared
+// accumulation (`numerics`) the bounds follow it and the bias test is not applied.
 Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
-                                const std::vector<float>& plain, const std::uint16_t* output);
+                                const std::vector<float>& plain, const std::uint16_t* output,
+                                const DeclaredNumerics& numerics = {});
 
 }  // namespace attnfuzz

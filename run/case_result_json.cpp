@@ -213,8 +213,10 @@ json case_to_json(const CaseResult& result) {
       {"reason", result.reason},
       {"oracle", result.oracle},
       {"config", config_to_json(result.attention_case)},
-      // A case that never ran has no error figures: null, not a row of zeros that reads as perfect.
-      {"correctness", result.ran ? correctness_to_json(result) : json(nullptr)},
+      // A case that never ran, or whose oracle failed, has no error figures: null, not a row of
+      // zeros that reads as perfect.
+      {"correctness", result.ran && !result.oracle.empty() ? correctness_to_json(result)
+                                                           : json(nullptr)},
       {"timing",
        {
            {"kernel_seconds", number_or_null(result.kernel_seconds)},

@@ -220,12 +220,14 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   } else {
     reference_attention(problem, tensors, reference);
   }
-  const std::vector<float> plain = plain_attention(problem, tensors);
+  const std::vector<float> plain = plain_attention(problem, tensors, 0, settings_.numerics);
   result.oracle = std::string(use_cublas ? kCudaOracle : kCpuOracle);
-  result.comparison = compare_to_reference(problem, reference, plain, output.data());
+  result.comparison =
+      compare_to_reference(problem, reference, plain, output.data(), settings_.numerics);
   // A kernel allowed to be nondeterministic is judged on every run: the figures are the worst's.
   for (std::size_t index = 0; index < repeats.size() && !result.comparison.failed; ++index) {
-    Comparison again = compare_to_reference(problem, reference, plain, repeats[index].data());
+    Comparison again =
+        compare_to_reference(problem, reference, plain, repeats[index].data(), settings_.numerics);
     if (again.failed || again.error_ratio > result.comparison.error_ratio) {
       if (again.failed) again.reason = "run " + std::to_string(index + 2) + ": " + again.reason;
       result.comparison = std::move(again);

@@ -7,6 +7,7 @@
 
 #include "case/data_distribution.h"
 #include "kernels/attention_kernel.h"
+#include "oracle/declared_numerics.h"
 #include "perf/kernel_performance.h"
 #include "run/case_result.h"
 #include "run/guarded_output.h"
@@ -29,6 +30,9 @@ struct RunSettings {
   // with allow_nondeterminism each run is judged against the oracle on its own instead.
   int repeats = 2;
   bool allow_nondeterminism = false;
+  // What the kernel declares it does differently from the locked numerics (--accumulation): the
+  // oracle's bounds and plain reference follow it.
+  DeclaredNumerics numerics;
   // fuzz_attention --bench: a case that passes is then timed (run/kernel_timer.h).
   BenchSettings bench;
 };

@@ -12,6 +12,7 @@ ReplayCommand replay_command_for(const RunSettings& settings) {
   command.plant = std::string(planted_bug_name(settings.plant));
   command.backend = settings.backend;
   command.oracle = settings.oracle;
+  command.accumulation = std::string(accumulation_name(settings.numerics));
   return command;
 }
 
@@ -37,6 +38,7 @@ std::string replay_command_line(const ReplayCommand& command) {
   if (command.oracle != OracleChoice::auto_select) {
     add("--oracle", oracle_choice_name(command.oracle));
   }
+  if (command.accumulation != "fp32") add("--accumulation", command.accumulation);
   if (command.bench) line += " --bench";
   if (command.bench && !command.baseline.empty()) add("--baseline", command.baseline);
   return line;

@@ -15,7 +15,7 @@ namespace attnfuzz {
 // when not fuzz_attention's default), in this order:
 //   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L]
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
-//                  [--bench [--baseline F]]
+//                  [--accumulation A] [--bench [--baseline F]]
 struct ReplayCommand {
   std::string property;                // the property search: --properties --property NAME
   std::string replay;                  // a case file (or folder) holding the case: --replay FILE
@@ -26,12 +26,13 @@ struct ReplayCommand {
   std::string plant = "none";          // --plant NAME, unless none
   Backend backend = Backend::auto_select;           // --backend NAME, unless auto
   OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
+  std::string accumulation = "fp32";                // --accumulation NAME, unless fp32
   bool bench = false;                               // --bench: a case that failed the gate
   std::string baseline;                             // --baseline FILE, with bench
 };
 
 // The parts of a replay that come from the run's settings: kernel (as the settings name it),
-// kernel_lib, plant, backend and oracle.
+// kernel_lib, plant, backend, oracle and the declared accumulation.
 ReplayCommand replay_command_for(const RunSettings& settings);
 
 // The command line, each word quoted for a POSIX shell where it needs it (shell_word).

@@ -309,8 +309,13 @@ def report_runs(plugins):
           "partial_last_query_tile_unwritten"], (1,)),
         ("planted masked_row_nan",
          ["--configs", edges, "--case", "edges/85", "--plant", "masked_row_nan"], (0, 1)),
+        ("declared accumulation",
+         ["--configs", edges, "--shard", "2/40", "--plant", "pv_fp16_accumulation",
+          "--accumulation", "input/32"], (0,)),
         ("skips", ["--configs", "skips.json"], (0, 1, 2)),
-        ("out of memory", ["--configs", "skips.json", "--case", "skips/2", "--memory-limit", "1"],
+        # No usable GPU (or a build without CUDA): every case skipped as unavailable.
+        ("unavailable", ["--configs", "skips.json", "--backend", "cuda"], (0, 1, 2)),
+        ("out of memory", ["--configs", "skips.json", "--case", "skips/1", "--memory-limit", "1"],
          (0, 2)),
         ("bench", [*bench, "--case", "bench_small/0", "--case", "bench_small/1"], (0,)),
         ("bench against a baseline",
@@ -329,7 +334,7 @@ def report_runs(plugins):
 # Small matrices the report runs read: a skip of each kind, and the shapes faulty plugins act on.
 SCRATCH_MATRICES = {
     "skips.json": {"name": "skips", "defaults": {"heads": 1, "seq_len": 65, "head_dim": 32},
-                   "cases": [{"head_dim": 192}, {"kernel": ["cuda_flash", "cpu_flash"]}]},
+                   "cases": [{"head_dim": 192}, {}]},  # unsupported by cpu_flash; runs
     "faults.json": {"name": "faults", "defaults": {"heads": 1, "head_dim": 32},
                     "cases": [{"seq_len": [97, 113]}]},  # tests/plugins/faulty_attention.c: 97
 }

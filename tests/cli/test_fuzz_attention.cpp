@@ -249,6 +249,10 @@ INSTANTIATE_TEST_SUITE_P(
                          kValidMatrix,
                          "--configs {matrix} --case t/9",
                          {"--case", "no case id matches 't/9'", "matrix.json", "--list-cases"}},
+        HarnessErrorCase{"report_flag_with_properties",
+                         kValidMatrix,
+                         "--properties --budget 1 --json {folder}/report.json",
+                         {"--json reports a matrix run; --properties writes no report"}},
         HarnessErrorCase{"case_pattern_matching_nothing",
                          kValidMatrix,
                          "--configs {matrix} --case 't/0' --case 'u/*'",
@@ -665,6 +669,45 @@ TEST_F(FuzzAttention, HelpExitsZeroAndDescribesEveryFlagAndTheExitCodes) {
   // A flag with a few fixed values shows them in place of its type.
   EXPECT_THAT(result.out, HasSubstr("--backend {auto,cpu,cuda}=auto"));
   EXPECT_THAT(result.out, HasSubstr("--oracle {auto,cpu,cuda}=auto"));
+}
+
+// Rows of 3000 keys in fp16, nearly flat: an accumulator kept in fp16 drifts past what fp32
+// accumulation allows (the pv_fp16_accumulation plant rounds it after every 64-key tile).
+constexpr const char* kLongFlatRows = R"({
+  "name": "t",
+  "defaults": {"batch": 1, "heads": 1, "head_dim": 64, "seq_len_q": 64, "seq_len_k": 3000,
+               "data": "flat_softmax"},
+  "cases": [{"seed": [1, 2]}, {"dtype": "bf16", "seq_len_k": 700, "seed": 3}]
+})";
+
+TEST_F(FuzzAttention, AKernelThatDeclaresItsAccumulatorIsJudgedByItAndOnlyByIt) {
+  const std::string plant = "--kernel cpu_flash --plant pv_fp16_accumulation";
+  const RunResult undeclared = run_matrix(kLongFlatRows, plant);
+  EXPECT_EQ(undeclared.exit_code, 1) << undeclared.out << undeclared.err;
+
+  const RunResult declared = run_matrix(kLongFlatRows, plant + " --accumulation input/64");
+  EXPECT_EQ(declared.exit_code, 0) << declared.out << declared.err;
+  EXPECT_EQ(declared.last_line(), "3 passed, 0 failed, 0 skipped");
+
+  // A declaration of fewer roundings than the kernel makes, or of another dtype, is not kept.
+  const RunResult bf16_in_fp16 = run_matrix(kLongFlatRows, plant + " --accumulation fp16/64");
+  EXPECT_EQ(bf16_in_fp16.exit_code, 1) << bf16_in_fp16.out;
+  EXPECT_THAT(bf16_in_fp16.out, HasSubstr("FAIL t/2"));
+  EXPECT_THAT(bf16_in_fp16.out, HasSubstr("--accumulation fp16/64")) << "the replay declares it";
+
+  // Another bug is still a bug under the declaration.
+  const RunResult other_bug = run_matrix(
+      kLongFlatRows, "--kernel cpu_flash --plant drop_last_key_tile --accumulation input/64");
+  EXPECT_EQ(other_bug.exit_code, 1) << other_bug.out;
+}
+
+TEST_F(FuzzAttention, AnAccumulationThatIsNotADtypeAndKeysIsAHarnessError) {
+  for (const char* value : {"fp8", "fp16/0", "fp16/x"}) {
+    const RunResult result = run_matrix(kTwoCases, std::string("--accumulation ") + value);
+    EXPECT_EQ(result.exit_code, 3) << value;
+    EXPECT_THAT(result.err, HasSubstr("--accumulation: expected fp32, or fp16, bf16 or input"))
+        << value;
+  }
 }
 
 TEST_F(FuzzAttention, EachChoiceTheHelpListsIsAccepted) {

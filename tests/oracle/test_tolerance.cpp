@@ -51,6 +51,11 @@ struct Fixture {
   Comparison compare() const {
     return compare_to_reference(problem, reference, plain, output.data());
   }
+  // As a kernel declaring `numerics` is judged: with the plain reference of the same numerics.
+  Comparison compare_declared(const DeclaredNumerics& numerics) {
+    const std::vector<float> declared_plain = plain_attention(problem, tensors(), 0, numerics);
+    return compare_to_reference(problem, reference, declared_plain, output.data(), numerics);
+  }
 };
 
 AttentionCase small(Dtype dtype = Dtype::fp16, bool causal = false) {
@@ -284,6 +289,69 @@ TEST(Tolerance, TruncatedOutputsFailTheBiasTestThoughEveryElementIsWithinItsBoun
               std::string::npos)
         << comparison.reason;
   }
+}
+
+TEST(Tolerance, DeclaringFp32AccumulationChangesNoBound) {
+  Fixture fixture(small());
+  for (std::int64_t i : {0, 10, 36}) {
+    EXPECT_EQ(
+        allowed_error(fixture.problem, fixture.reference, 1, 3, i, 5),
+        allowed_error(fixture.problem, fixture.reference, 1, 3, i, 5, *parse_accumulation("fp32")));
+  }
+}
+
+TEST(Tolerance, ADeclaredAccumulatorWidensTheBoundByItsOwnRoundingsOnly) {
+  // Sk = 70: in fp16 (u_a = 2^-11) rounded after every key, 2 gamma_a(140) replaces 2 gamma(70);
+  // rounded once per 32 keys, 2 gamma(32) + 2 gamma_a(6). The bound grows by the difference
+  // times A, the error scale, and nothing else.
+  Fixture fixture(small());
+  const std::int64_t index = fixture.compact(0, 1, 10, 3);
+  const double magnitude = fixture.reference.magnitude[index];
+  const double locked = allowed_error(fixture.problem, fixture.reference, 0, 1, 10, 3);
+  const auto gamma = [](double n, double u) { return n * u / (1.0 - n * u); };
+  const double u32 = kFloat32UnitRoundoff;
+  const double u16 = 0x1p-11;
+  for (const auto& [name, accumulation_term] :
+       {std::pair{"fp16", 2 * gamma(140, u16)},
+        std::pair{"fp16/32", 2 * gamma(32, u32) + 2 * gamma(6, u16)}}) {
+    const double declared =
+        allowed_error(fixture.problem, fixture.reference, 0, 1, 10, 3, *parse_accumulation(name));
+    const double growth = (accumulation_term - 2 * gamma(70, u32)) * magnitude;
+    // The output rounding u (|O| + E) scales the growth by (1 + u).
+    EXPECT_NEAR(declared - locked, growth * (1 + 0x1p-11), 1e-3 * growth) << name;
+  }
+}
+
+TEST(Tolerance, RowsTheDeclaredAccumulatorCannotPinAreInconclusiveNamingIt) {
+  // fp16 rounded after every one of 200 keys may move an output by about 4 * 200 * 2^-11 = 39%
+  // of its scale: more than a verdict allows, whatever the kernel writes.
+  AttentionCase attention_case = small(Dtype::fp16);
+  attention_case.seq_len_k = 200;
+  Fixture fixture(attention_case);
+  fixture.write_rounded_reference();
+  const Comparison comparison = fixture.compare_declared(*parse_accumulation("fp16"));
+  EXPECT_FALSE(comparison.passed);
+  EXPECT_FALSE(comparison.failed);
+  EXPECT_TRUE(comparison.inconclusive);
+  EXPECT_NE(comparison.reason.find("sums 200 keys in the declared fp16 accumulator"),
+            std::string::npos)
+      << comparison.reason;
+  // Rounded once per 64 keys it can: 8 roundings.
+  const Comparison blocked = fixture.compare_declared(*parse_accumulation("fp16/64"));
+  EXPECT_TRUE(blocked.passed) << blocked.reason;
+}
+
+TEST(Tolerance, ADeclaredAccumulatorStillFailsAnElementMovedFarBeyondIt) {
+  Fixture fixture(small());
+  fixture.write_rounded_reference();
+  const std::int64_t index = fixture.compact(1, 2, 5, 7);
+  const float expected = static_cast<float>(fixture.reference.output[index]);
+  fixture.element(1, 2, 5, 7) = float_to_dtype(
+      expected + static_cast<float>(fixture.reference.magnitude[index]) * 0.5f, Dtype::fp16);
+  const Comparison comparison = fixture.compare_declared(*parse_accumulation("fp16/8"));
+  EXPECT_TRUE(comparison.failed) << comparison.reason;
+  EXPECT_NE(comparison.reason.find("element (b=1, h=2, i=5, d=7)"), std::string::npos)
+      << comparison.reason;
 }
 
 }  // namespace

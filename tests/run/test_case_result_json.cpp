@@ -87,6 +87,16 @@ TEST(CaseResultJson, AFailedResultComesBackWithEveryField) {
   EXPECT_EQ(back.repeat_seconds, 0.011);
 }
 
+TEST(CaseResultJson, ACaseWhoseOracleFailedHasNoErrorFiguresNotARowOfZeros) {
+  CaseResult result = failed_result();
+  result.comparison = Comparison{};
+  result.oracle.clear();  // the kernel ran; the cuBLAS oracle threw before any comparison
+  result.reason = "cuBLAS oracle failed: out of device memory";
+  const json record = case_to_json(result);
+  EXPECT_TRUE(record.at("correctness").is_null()) << record.dump(2);
+  EXPECT_FALSE(case_result_from_json(record, result.attention_case).ran);
+}
+
 TEST(CaseResultJson, ASkipKeepsItsCauseAndACrashItsLastOutput) {
   CaseResult skipped;
   skipped.attention_case = gqa_case();
@@ -101,6 +111,7 @@ TEST(CaseResultJson, ASkipKeepsItsCauseAndACrashItsLastOutput) {
   CaseResult inconclusive = skipped;
   inconclusive.skip_cause = SkipCause::inconclusive;
   inconclusive.ran = true;
+  inconclusive.oracle = "cpu_float64";
   inconclusive.comparison.inconclusive_rows = 7;
   const CaseResult inconclusive_back =
       case_result_from_json(case_to_json(inconclusive), gqa_case());

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What a kernel declares it does differently from the locked numerics, so that it is judged by its
+// own: the dtype its P·V accumulator and row sum are kept in, when not fp32, and how many keys it
+// sums in fp32 between two roundings of that accumulator (fuzz_attention --accumulation fp16,
+// fp16/64, input/16). Every bound follows from it (docs/tolerance.md, "Declared numerics"); nothing
+// is loosened by hand.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace attnfuzz {
+
+// Keys per rounding above this are a typo: no kernel holds a longer row in fp32 between roundings.
+inline constexpr std::int64_t kMaxKeysPerRounding = 1 << 20;
+
+struct DeclaredNumerics {
+  std::optional<Dtype> accumulation;  // nullopt: fp32, the locked numerics (unless follows_input)
+  bool follows_input = false;         // "input": the accumulator has each case's input dtype
+  // With an accumulation dtype: the accumulator is rounded at most twice (an addition, a rescale)
+  // per this many keys, summed in fp32 in between (an MMA's k, a tile); 1: every addition.
+  std::int64_t keys_per_rounding = 1;
+
+  bool declared() const { return follows_input || accumulation.has_value(); }
+  // The accumulator's dtype for a case of `input` dtype; nullopt: fp32.
+  std::optional<Dtype> accumulator_for(Dtype input) const {
+    return follows_input ? std::optional<Dtype>(input) : accumulation;
+  }
+  // u of the accumulator: fp32's 2^-24, or the declared dtype's.
+  double accumulation_unit_roundoff(Dtype input) const {
+    const std::optional<Dtype> dtype = accumulator_for(input);
+    return dtype ? traits_of(*dtype).unit_roundoff() : kFloat32UnitRoundoff;
+  }
+  // Half the accumulator's smallest subnormal: the absolute error of one rounding below its
+  // normal range.
+  double accumulation_half_subnormal(Dtype input) const {
+    const std::optional<Dtype> dtype = accumulator_for(input);
+    return dtype ? traits_of(*dtype).min_subnormal / 2.0 : 0x1p-150;
+  }
+};
+
+// As --accumulation takes it: "fp32", "fp16" (every addition rounded), "fp16/64", "input/16".
+inline std::string accumulation_name(const DeclaredNumerics& numerics) {
+  if (!numerics.declared()) return "fp32";
+  const std::string dtype(numerics.follows_input ? "input" : dtype_name(*numerics.accumulation));
+  return numerics.keys_per_rounding == 1 ? dtype
+                                         : dtype + "/" + std::to_string(numerics.keys_per_rounding);
+}
+
+// The numerics --accumulation declares: fp32, or ACCUMULATOR[/KEYS] with ACCUMULATOR fp16, bf16 or
+// input (each case's input dtype) and KEYS from 1 to kMaxKeysPerRounding; nullopt for anything
+// else.
+inline std::optional<DeclaredNumerics> parse_accumulation(std::string_view text) {
+  if (text == "fp32") return DeclaredNumerics{};
+  const std::size_t slash = text.find('/');
+  const std::string_view accumulator = text.substr(0, slash);
+  DeclaredNumerics numerics;
+  numerics.follows_input = accumulator == "input";
+  if (!numerics.follows_input) {
+    numerics.accumulation = parse_dtype(accumulator);
+    if (!numerics.accumulation) return std::nullopt;
+  }
+  if (slash == std::string_view::npos) return numerics;
+  const std::string_view keys = text.substr(slash + 1);
+  const auto [end, error] =
+      std::from_chars(keys.data(), keys.data() + keys.size(), numerics.keys_per_rounding);
+  if (error != std::errc() || end != keys.data() + keys.size() || numerics.keys_per_rounding < 1 ||
+      numerics.keys_per_rounding > kMaxKeysPerRounding) {
+    return std::nullopt;
+  }
+  return numerics;
+}
+
+}  // namespace attnfuzz

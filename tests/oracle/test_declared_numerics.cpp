@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// --accumulation's values: what each declares, that its name reads back as itself, and that
+// anything else is refused.
+#include "oracle/declared_numerics.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+namespace attnfuzz {
+namespace {
+
+TEST(DeclaredNumerics, Fp32IsTheLockedNumericsAndDeclaresNothing) {
+  const std::optional<DeclaredNumerics> numerics = parse_accumulation("fp32");
+  ASSERT_TRUE(numerics);
+  EXPECT_FALSE(numerics->declared());
+  EXPECT_EQ(numerics->accumulation_unit_roundoff(Dtype::fp16), kFloat32UnitRoundoff);
+  EXPECT_EQ(accumulation_name(*numerics), "fp32");
+  EXPECT_EQ(accumulation_name(DeclaredNumerics{}), "fp32");
+}
+
+TEST(DeclaredNumerics, ADtypeDeclaresItsUnitRoundoffForEveryInputDtype) {
+  const std::optional<DeclaredNumerics> fp16 = parse_accumulation("fp16");
+  ASSERT_TRUE(fp16);
+  EXPECT_TRUE(fp16->declared());
+  EXPECT_EQ(fp16->keys_per_rounding, 1);
+  EXPECT_EQ(fp16->accumulation_unit_roundoff(Dtype::bf16), 0x1p-11);
+  EXPECT_EQ(fp16->accumulation_half_subnormal(Dtype::bf16), 0x1p-25);
+  EXPECT_EQ(parse_accumulation("bf16")->accumulation_unit_roundoff(Dtype::fp16), 0x1p-8);
+}
+
+TEST(DeclaredNumerics, InputFollowsEachCasesDtype) {
+  const std::optional<DeclaredNumerics> input = parse_accumulation("input/32");
+  ASSERT_TRUE(input);
+  EXPECT_EQ(input->keys_per_rounding, 32);
+  EXPECT_EQ(input->accumulator_for(Dtype::fp16), Dtype::fp16);
+  EXPECT_EQ(input->accumulator_for(Dtype::bf16), Dtype::bf16);
+  EXPECT_EQ(input->accumulation_unit_roundoff(Dtype::bf16), 0x1p-8);
+}
+
+TEST(DeclaredNumerics, EachNameReadsBackAsWhatItDeclares) {
+  for (const char* name : {"fp32", "fp16", "bf16", "input", "fp16/64", "bf16/1", "input/16"}) {
+    const std::optional<DeclaredNumerics> numerics = parse_accumulation(name);
+    ASSERT_TRUE(numerics) << name;
+    const std::string expected = std::string(name) == "bf16/1" ? "bf16" : name;
+    EXPECT_EQ(accumulation_name(*numerics), expected);
+  }
+}
+
+TEST(DeclaredNumerics, AnythingElseIsRefused) {
+  for (const char* name : {"", "fp8", "FP16", "fp32/16", "fp16/", "fp16/0", "fp16/-4", "fp16/1e3",
+                           "fp16/64x", "input/2000000", "fp16 /64", "/64"}) {
+    EXPECT_FALSE(parse_accumulation(name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace attnfuzz
