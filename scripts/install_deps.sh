@@ -14,6 +14,7 @@ packages=(
   libtinyxml2-dev         # JUnit XML reports
   libcli11-dev            # command-line parsing
   libopenblas-dev         # float64 BLAS for the CPU oracle
+  gcovr                   # scripts/coverage.sh: line and branch coverage
   python3-jsonschema      # scripts/check_schemas.py: reports and matrices against docs/schema/
   clang libclang-rt-dev   # libFuzzer and sanitizers
   shellcheck python3-venv # CI (.ci/run): actionlint from PyPI in a venv, shellcheck for run: blocks
