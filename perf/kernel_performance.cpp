@@ -100,11 +100,15 @@ nlohmann::json performance_to_json(const KernelPerformance& performance) {
   };
   if (performance.baseline) {
     const BaselineComparison& baseline = *performance.baseline;
+    // A case the baseline did not time has nothing to compare with: null, not placeholder figures.
+    const bool compared = baseline.verdict != PerformanceVerdict::not_in_baseline;
     record["baseline"] = {
         {"verdict", std::string(performance_verdict_name(baseline.verdict))},
-        {"baseline_median_ms", baseline.baseline_median_ms},
-        {"ratio", baseline.ratio.ratio},
-        {"ratio_ci95", {baseline.ratio.low, baseline.ratio.high}},
+        {"baseline_median_ms",
+         compared ? nlohmann::json(baseline.baseline_median_ms) : nlohmann::json(nullptr)},
+        {"ratio", compared ? nlohmann::json(baseline.ratio.ratio) : nlohmann::json(nullptr)},
+        {"ratio_ci95", compared ? nlohmann::json{baseline.ratio.low, baseline.ratio.high}
+                                : nlohmann::json(nullptr)},
     };
   }
   return record;
@@ -168,6 +172,11 @@ KernelPerformance performance_from_json(const nlohmann::json& record, bool summa
       }
     }
     if (!known) malformed("baseline/verdict", "unknown verdict \"" + verdict + "\"");
+    if (baseline.verdict == PerformanceVerdict::not_in_baseline) {  // its figures are null
+      performance.baseline = baseline;
+      if (summarize) summarize_performance(performance);
+      return performance;
+    }
     if (!found->is_object() || !found->contains("baseline_median_ms") ||
         !(*found)["baseline_median_ms"].is_number() || !found->contains("ratio") ||
         !(*found)["ratio"].is_number()) {

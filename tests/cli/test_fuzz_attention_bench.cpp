@@ -144,6 +144,9 @@ TEST_F(FuzzAttentionBench, CasesMissingFromEitherSideAreReportedNotJudged) {
   const nlohmann::json document = report("now.json");
   EXPECT_EQ(document["bench"]["baseline"]["not_in_baseline"], 1);
   EXPECT_EQ(document["bench"]["baseline"]["missing_cases"][0], "b/gone");
+  const nlohmann::json& fresh = document["results"][0]["performance"]["baseline"];
+  EXPECT_EQ(fresh["verdict"], "not_in_baseline");
+  EXPECT_TRUE(fresh["ratio"].is_null()) << fresh.dump();
 }
 
 // Under drop_last_key_tile, b/0 (192 keys: three whole tiles) still passes and is timed; b/1 (160

@@ -52,6 +52,20 @@ TEST(KernelPerformance, TheJsonRecordKeepsTheSeedsNamesAndReadsBackWhole) {
   EXPECT_EQ(performance_to_json(back), record);
 }
 
+TEST(KernelPerformance, ACaseNotInTheBaselineHasNoFiguresToCompareNotPlaceholders) {
+  KernelPerformance performance = two_rounds();
+  performance.baseline = BaselineComparison{};  // not_in_baseline
+  const nlohmann::json record = performance_to_json(performance);
+  EXPECT_EQ(record["baseline"]["verdict"], "not_in_baseline");
+  for (const char* field : {"baseline_median_ms", "ratio", "ratio_ci95"}) {
+    EXPECT_TRUE(record["baseline"][field].is_null()) << field;
+  }
+  const KernelPerformance back = performance_from_json(record);
+  ASSERT_TRUE(back.baseline.has_value());
+  EXPECT_EQ(back.baseline->verdict, PerformanceVerdict::not_in_baseline);
+  EXPECT_EQ(performance_to_json(back), record);
+}
+
 TEST(KernelPerformance, ALaterRoundIsAddedAndTheStatisticsFollow) {
   KernelPerformance performance = two_rounds();
   KernelPerformance later;
