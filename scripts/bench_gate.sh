@@ -44,13 +44,14 @@ bench() {
 }
 
 # The median ratios of a compared run's report, e.g. "1.004 0.998 1.012"; "-" for a case without
-# one (it failed before the comparison), "(no report)" when the run wrote none.
+# one (it failed before the comparison, or is not in the baseline), "(no report)" when the run
+# wrote none.
 ratios() {
   python3 -c 'import json,os,sys
 if not os.path.exists(sys.argv[1]): print("(no report)"); sys.exit()
 r=json.load(open(sys.argv[1]))["results"]
-print(" ".join("%.3f" % c["performance"]["baseline"]["ratio"]
-               if "baseline" in (c.get("performance") or {}) else "-" for c in r))' "$1"
+ratio=lambda c: ((c.get("performance") or {}).get("baseline") or {}).get("ratio")
+print(" ".join("-" if ratio(c) is None else "%.3f" % ratio(c) for c in r))' "$1"
 }
 
 self_passed=0
