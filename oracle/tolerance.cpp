@@ -46,7 +46,7 @@ struct ToleranceTerms {
   double accumulation_spread;    // what accumulating allows, relative to A (term 5)
   double score_gamma;            // gamma(D + 2)
   double seq_len_k;
-  std::string accumulation;  // the accumulator, "fp32" unless declared otherwise (--accumulation)
+  const DeclaredNumerics* numerics;  // what the kernel declared (--accumulation), for messages
 
   ToleranceTerms(const AttentionProblem& problem, const DeclaredNumerics& numerics) {
     const DtypeTraits& traits = traits_of(problem.dtype);
@@ -71,7 +71,7 @@ struct ToleranceTerms {
     accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
     score_gamma = gamma(static_cast<double>(problem.head_dim) + 2.0, kFloat32UnitRoundoff);
     seq_len_k = seq_k;
-    accumulation = accumulation_name(numerics);
+    this->numerics = &numerics;
   }
 
   // Whether the accumulation term pins the outputs: it lets each move by accumulation_spread of its
@@ -195,7 +195,8 @@ std::string inconclusive_row_reason(const ToleranceTerms& terms, std::int64_t b,
     reason << "has scores or values beyond float64's range: the oracle cannot compute it";
   } else if (!terms.accumulation_judgeable()) {
     reason << "sums " << static_cast<long long>(terms.seq_len_k) << " keys in the declared "
-           << terms.accumulation << " accumulator, whose roundings may move an output by ";
+           << accumulation_name(*terms.numerics)
+           << " accumulator, whose roundings may move an output by ";
     if (std::isfinite(terms.accumulation_spread)) {
       reason << 100.0 * terms.accumulation_spread << "% of its scale";
     } else {
