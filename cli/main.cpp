@@ -85,22 +85,19 @@ bool id_matches(const std::string& id, const std::string& pattern) {
 std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
                                         const std::vector<std::string>& patterns) {
   if (patterns.empty()) return matrix.cases;
-  for (const std::string& pattern : patterns) {
-    const bool found = std::any_of(matrix.cases.begin(), matrix.cases.end(),
-                                   [&](const AttentionCase& attention_case) {
-                                     return id_matches(attention_case.id, pattern);
-                                   });
-    if (!found) {
-      throw HarnessError("--case: no case id matches '" + pattern + "' in " + matrix.source +
-                         " (--list-cases lists them)");
-    }
-  }
+  std::vector<bool> matched(patterns.size(), false);
   std::vector<AttentionCase> selected;
   for (const AttentionCase& attention_case : matrix.cases) {
-    if (std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
-          return id_matches(attention_case.id, pattern);
-        })) {
-      selected.push_back(attention_case);
+    bool selects = false;
+    for (std::size_t index = 0; index < patterns.size(); ++index) {
+      if (id_matches(attention_case.id, patterns[index])) selects = matched[index] = true;
+    }
+    if (selects) selected.push_back(attention_case);
+  }
+  for (std::size_t index = 0; index < patterns.size(); ++index) {
+    if (!matched[index]) {
+      throw HarnessError("--case: no case id matches '" + patterns[index] + "' in " +
+                         matrix.source + " (--list-cases lists them)");
     }
   }
   return selected;
@@ -318,8 +315,6 @@ void list_properties(std::ostream& out) {
 // How the cases of this run are run (below): the property mode's workers start as a matrix run's.
 CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char** argv);
 
-// --properties: the search, or with --replay the check of saved cases. Each check runs contained
-// in a worker, as the matrix runner's cases do, unless --in-process asks otherwise.
 // The report flags describe a matrix run; the property search prints its outcome and saves each
 // minimal failing case instead. Given with --properties they would be ignored: refused.
 void refuse_report_flags_with_properties(const HarnessOptions& options) {
@@ -336,6 +331,8 @@ void refuse_report_flags_with_properties(const HarnessOptions& options) {
   }
 }
 
+// --properties: the search, or with --replay the check of saved cases. Each check runs contained
+// in a worker, as the matrix runner's cases do, unless --in-process asks otherwise.
 int run_property_mode(const HarnessOptions& options, const RunSettings& settings, int argc,
                       char** argv) {
   refuse_report_flags_with_properties(options);
@@ -483,7 +480,7 @@ RunReport start_report(const CaseMatrix& matrix, const RunSettings& settings) {
   if (settings.numerics.declared()) {
     report.environment.numerics.emplace_back(
         "declared_accumulation",
-        std::string(accumulation_name(settings.numerics)) +
+        accumulation_name(settings.numerics) +
             " for P V and the row sum (--accumulation): the bounds and the plain reference follow "
             "it, the bias test is off (docs/tolerance.md, Declared numerics)");
   }

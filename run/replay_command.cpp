@@ -12,7 +12,7 @@ ReplayCommand replay_command_for(const RunSettings& settings) {
   command.plant = std::string(planted_bug_name(settings.plant));
   command.backend = settings.backend;
   command.oracle = settings.oracle;
-  command.accumulation = std::string(accumulation_name(settings.numerics));
+  command.accumulation = accumulation_name(settings.numerics);
   return command;
 }
 
