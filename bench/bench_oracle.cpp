@@ -75,7 +75,8 @@ class SquareDgemm {
 double visible_attention_flops(const attnfuzz::AttentionProblem& problem) {
   double pairs = 0.0;
   for (std::int64_t row = 0; row < problem.seq_len_q; ++row) {
-    pairs += static_cast<double>(problem.last_visible_key(row) + 1);
+    const attnfuzz::KeyRange keys = problem.visible_keys_of(0, row);
+    pairs += static_cast<double>(std::max<std::int64_t>(keys.end - keys.first, 0));
   }
   return 4.0 * static_cast<double>(problem.batch * problem.heads * problem.head_dim) * pairs;
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "case/attention_case.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace attnfuzz {
@@ -33,6 +35,8 @@ AttentionProblem shape_of(const AttentionCase& attention_case) {
 #undef ATTNFUZZ_COPY_IF_data
 #undef ATTNFUZZ_COPY_IF_kernel
   problem.softmax_scale = effective_softmax_scale(attention_case);  // 0 in a case: the default
+  problem.varlen_q = !problem.seq_lens_q.empty();
+  problem.varlen_k = !problem.seq_lens_k.empty();
   return problem;
 }
 
@@ -40,6 +44,53 @@ AttentionProblem shape_of(const AttentionCase& attention_case) {
 
 AttentionProblem problem_of(const AttentionCase& attention_case) {
   return with_layout(shape_of(attention_case), attention_case.layout, attention_case.row_padding);
+}
+
+std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& c) {
+  const auto lengths_problem =
+      [&](CaseField field, const std::vector<std::int64_t>& lengths, std::string_view key,
+          std::int64_t longest, std::string_view longest_key) -> std::optional<CaseInconsistency> {
+    if (lengths.empty()) return std::nullopt;
+    if (static_cast<std::int64_t>(lengths.size()) != c.batch) {
+      return CaseInconsistency{field, std::string(key) + " has " + std::to_string(lengths.size()) +
+                                          " lengths but batch is " + std::to_string(c.batch) +
+                                          " (one length per sequence)"};
+    }
+    std::int64_t total = 0;
+    for (const std::int64_t length : lengths) {
+      if (length > longest) {
+        return CaseInconsistency{field, std::string(key) + " has a sequence of " +
+                                            std::to_string(length) + " rows, longer than " +
+                                            std::string(longest_key) + " " +
+                                            std::to_string(longest) + " (the longest allowed)"};
+      }
+      total += length;
+    }
+    if (total > std::numeric_limits<std::int32_t>::max()) {
+      return CaseInconsistency{field, std::string(key) + " sums to " + std::to_string(total) +
+                                          " rows, past int32 (cu_seqlens)"};
+    }
+    return std::nullopt;
+  };
+  if (auto problem = lengths_problem(CaseField::seq_lens_q, c.seq_lens_q, "seq_lens_q", c.seq_len_q,
+                                     "seq_len_q")) {
+    return problem;
+  }
+  if (auto problem = lengths_problem(CaseField::seq_lens_k, c.seq_lens_k, "seq_lens_k", c.seq_len_k,
+                                     "seq_len_k")) {
+    return problem;
+  }
+  if (c.page_size > 0) {
+    const std::int64_t pages_per_sequence = (c.seq_len_k + c.page_size - 1) / c.page_size;
+    if (pages_per_sequence >
+        std::numeric_limits<std::int32_t>::max() / std::max<std::int64_t>(c.batch, 1) - 1) {
+      return CaseInconsistency{CaseField::page_size,
+                               "page_size " + std::to_string(c.page_size) + " makes " +
+                                   std::to_string(pages_per_sequence) +
+                                   " pages per sequence: the pool's page numbers pass int32"};
+    }
+  }
+  return std::nullopt;
 }
 
 std::string describe_case(const AttentionCase& attention_case) {

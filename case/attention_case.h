@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,14 @@ double effective_softmax_scale(const AttentionCase& attention_case);
 
 // The problem a case describes, strides and scale filled in.
 AttentionProblem problem_of(const AttentionCase& attention_case);
+
+// Why a case's fields do not fit together, blaming one field: per-sequence lengths that are not
+// one per sequence or longer than seq_len_q (seq_len_k), packed totals or page numbers past int32.
+struct CaseInconsistency {
+  CaseField field;
+  std::string message;
+};
+std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& attention_case);
 
 // "B=16 H=4 Sq=448 Sk=448 D=64 fp16 data=normal seed=1", plus layout and padding when not default.
 std::string describe_case(const AttentionCase& attention_case);

@@ -114,12 +114,47 @@ constexpr EncodedField kEncodedFields[] = {{"seq_len_q", 6},
                                            {"softmax_scale", 35},
                                            {"kernel name length", kWholeCaseMinBytes}};
 
+// Version 2 has the variants' block between the softmax scale and the kernel name.
+constexpr EncodedField kVariantFields[] = {{"variant flags", 36},
+                                           {"page_size", 38},
+                                           {"window_left", 40},
+                                           {"window_right", 42},
+                                           {"softcap", 44}};
+constexpr std::size_t kVariantBlockEnd = 44;
+
+// Variant flags of version 2.
+constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVarlenK = 8;
+
+// Softcap is stored in sixteenths: every value a matrix or generator uses (5, 30, 50, 12.5) is
+// exact, and any two bytes decode to a usable one.
+constexpr double kSoftcapStep = 1.0 / 16.0;
+constexpr std::int64_t kEncodedMaxWindow = 65534;
+
+bool has_variants(const AttentionCase& c) {
+  return !c.seq_lens_q.empty() || !c.seq_lens_k.empty() || c.page_size > 0 || c.window_left >= 0 ||
+         c.window_right >= 0 || c.softcap > 0.0 || c.alibi || c.return_lse;
+}
+
 }  // namespace
 
 std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> bytes) {
+  const bool version_2 = bytes.size() > 3 && bytes[3] == 2;
   for (const EncodedField& field : kEncodedFields) {
+    if (version_2 && field.end == kWholeCaseMinBytes) break;
     if (bytes.size() < field.end) return std::string(field.name);
   }
+  if (!version_2) return std::nullopt;
+  for (const EncodedField& field : kVariantFields) {
+    if (bytes.size() < field.end) return std::string(field.name);
+  }
+  // The lengths' count depends on the batch and the flags: a whole case has its name's length
+  // byte after them.
+  const std::uint8_t flags = bytes[35];
+  const std::size_t batch = 1 + bytes[9] % kEncodedMaxBatch;
+  const std::size_t lengths =
+      2 * batch * (((flags & kFlagVarlenQ) != 0 ? 1 : 0) + ((flags & kFlagVarlenK) != 0 ? 1 : 0));
+  if (bytes.size() < kVariantBlockEnd + lengths) return std::string("sequence lengths");
+  if (bytes.size() < kVariantBlockEnd + lengths + 1) return std::string("kernel name length");
   return std::nullopt;
 }
 
@@ -156,10 +191,21 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   if (c.kernel.size() > 255 || !usable_kernel_name(c.kernel)) {
     return fail<Bytes>(why, "kernel name too long or with odd characters");
   }
+  const bool variants = has_variants(c);
+  if (c.page_size > kEncodedMaxSeqLen) return fail<Bytes>(why, "page_size over 16384");
+  if (c.window_left > kEncodedMaxWindow || c.window_right > kEncodedMaxWindow) {
+    return fail<Bytes>(why, "window extent over 65534");
+  }
+  if (c.softcap / kSoftcapStep != std::floor(c.softcap / kSoftcapStep) ||
+      c.softcap / kSoftcapStep > 65535.0) {
+    return fail<Bytes>(why, "softcap not a multiple of 1/16 up to 4095.9375");
+  }
+  if (auto inconsistency = find_inconsistency(c)) return fail<Bytes>(why, inconsistency->message);
 
   ByteWriter out;
   for (char m : kCaseMagic) out.put(static_cast<std::uint8_t>(m), 1);
-  out.put(kCaseEncodingVersion, 1);
+  // A dense case keeps the version 1 bytes that saved corpora hold; the variants need version 2.
+  out.put(variants ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion, 1);
   out.put(static_cast<std::uint64_t>(c.seq_len_q - 1), 2);
   out.put(static_cast<std::uint64_t>(c.seq_len_k - 1), 2);
   out.put((c.causal ? 1u : 0u) | (c.layout == Layout::bhsd ? 2u : 0u), 1);
@@ -175,6 +221,18 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   out.put(injected ? static_cast<std::uint64_t>(c.injection.tensor) : 0, 1);
   out.put(injected ? static_cast<std::uint64_t>(c.injection.count - 1) : 0, 1);
   out.put_double(c.softmax_scale);
+  if (variants) {
+    out.put((c.alibi ? kFlagAlibi : 0u) | (c.return_lse ? kFlagReturnLse : 0u) |
+                (c.seq_lens_q.empty() ? 0u : kFlagVarlenQ) |
+                (c.seq_lens_k.empty() ? 0u : kFlagVarlenK),
+            1);
+    out.put(static_cast<std::uint64_t>(c.page_size), 2);
+    out.put(static_cast<std::uint64_t>(c.window_left + 1), 2);
+    out.put(static_cast<std::uint64_t>(c.window_right + 1), 2);
+    out.put(static_cast<std::uint64_t>(c.softcap / kSoftcapStep), 2);
+    for (const std::int64_t length : c.seq_lens_q) out.put(static_cast<std::uint64_t>(length), 2);
+    for (const std::int64_t length : c.seq_lens_k) out.put(static_cast<std::uint64_t>(length), 2);
+  }
   out.put(c.kernel.size(), 1);
   for (char ch : c.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
   return out.take();
@@ -189,10 +247,12 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
   if (!starts_with_case_magic(bytes)) {
     return fail<AttentionCase>(why, "not a case: the first bytes are not \"AFZ\"");
   }
-  if (bytes[3] != kCaseEncodingVersion) {
+  const bool version_2 = bytes[3] == kCaseEncodingVersionWithVariants;
+  if (bytes[3] != kCaseEncodingVersion && !version_2) {
     return fail<AttentionCase>(why, "case encoding version " + std::to_string(bytes[3]) +
-                                        " is not supported (this build reads version " +
-                                        std::to_string(kCaseEncodingVersion) + ")");
+                                        " is not supported (this build reads versions " +
+                                        std::to_string(kCaseEncodingVersion) + " and " +
+                                        std::to_string(kCaseEncodingVersionWithVariants) + ")");
   }
   ByteReader in(bytes.subspan(kHeaderBytes));
   AttentionCase c;
@@ -223,6 +283,26 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
     return fail<AttentionCase>(why,
                                "softmax scale is not finite, positive and within 2^8 of "
                                "1/sqrt(head_dim)");
+  }
+  if (version_2) {
+    const std::uint64_t flags = in.get(1);
+    c.alibi = (flags & kFlagAlibi) != 0;
+    c.return_lse = (flags & kFlagReturnLse) != 0;
+    c.page_size = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxSeqLen + 1));
+    c.window_left = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
+    c.window_right = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
+    c.softcap = static_cast<double>(in.get(2)) * kSoftcapStep;
+    // Each length wraps into 0 .. seq_len: every value is a valid sequence.
+    if ((flags & kFlagVarlenQ) != 0) {
+      for (std::int64_t b = 0; b < c.batch; ++b) {
+        c.seq_lens_q.push_back(static_cast<std::int64_t>(in.get(2) % (c.seq_len_q + 1)));
+      }
+    }
+    if ((flags & kFlagVarlenK) != 0) {
+      for (std::int64_t b = 0; b < c.batch; ++b) {
+        c.seq_lens_k.push_back(static_cast<std::int64_t>(in.get(2) % (c.seq_len_k + 1)));
+      }
+    }
   }
   const std::size_t name_length = in.get(1);
   if (in.remaining() != name_length) {
@@ -270,6 +350,9 @@ AttentionCase case_from_keys_json(const nlohmann::json& keys) {
       for_each_case_field([&](auto field) { is_field = is_field || name == decltype(field)::key; });
       if (!is_field) throw std::invalid_argument("unknown case key \"" + name + "\"");
     }
+  }
+  if (const auto inconsistency = find_inconsistency(attention_case)) {
+    throw std::invalid_argument(inconsistency->message);
   }
   return attention_case;
 }

@@ -7,6 +7,11 @@
 //   kv_heads-1 u8 | group-1 u8 | head_dim index u8 | dtype u8 | row_padding u8 | data u8 |
 //   seed u64 | injection kind u8 | injection tensor u8 | injection count-1 u8 |
 //   softmax scale f64 (0: 1/sqrt(head_dim)) | kernel name length u8 | kernel name
+// Version 2 (a case with any variant) puts before the kernel name length:
+//   variant flags u8 (1 alibi, 2 return_lse, 4 varlen q, 8 varlen k) | page_size u16 |
+//   window_left+1 u16 | window_right+1 u16 | softcap*16 u16 |
+//   per-sequence query lengths u16 x batch (varlen q) | key lengths u16 x batch (varlen k)
+// each length wrapping into 0 .. seq_len.
 // An input may stop anywhere after the version: the fields it leaves out take their defaults
 // (seq_len_k = seq_len_q, one head, batch 1, head_dim 64, fp16, normal data, seed 0, nothing
 // injected, the default scale and kernel), so cutting bytes off the end simplifies a case, which is
@@ -38,6 +43,8 @@
 namespace attnfuzz {
 
 inline constexpr std::uint8_t kCaseEncodingVersion = 1;
+// Version 2: version 1's fields, then the variants (written only for a case that has any).
+inline constexpr std::uint8_t kCaseEncodingVersionWithVariants = 2;
 inline constexpr char kCaseMagic[] = {'A', 'F', 'Z'};
 
 // Limits of the binary form (a matrix file can describe larger cases).

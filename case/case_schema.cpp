@@ -131,6 +131,66 @@ std::optional<std::string> LayoutName::outside_limits(Value value) {
   return outside_table(kLayoutNames, value);
 }
 
+SequenceLengths::Value SequenceLengths::read(const Json& json) {
+  const std::string text = read_string(json);
+  Value lengths;
+  if (text.empty()) return lengths;
+  std::size_t at = 0;
+  while (true) {
+    std::size_t digits = at;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == at || digits - at > 10) {
+      throw FieldProblem{"invalid sequence lengths \"" + text +
+                         "\" (expected comma-separated integers >= 0, e.g. \"512,0,1,77\")"};
+    }
+    const std::int64_t length = std::stoll(text.substr(at, digits - at));
+    if (length > std::numeric_limits<std::int32_t>::max()) {
+      throw FieldProblem{"sequence length " + std::to_string(length) + " does not fit in int32"};
+    }
+    lengths.push_back(length);
+    if (digits == text.size()) return lengths;
+    if (text[digits] != ',') {
+      throw FieldProblem{"invalid sequence lengths \"" + text +
+                         "\" (expected comma-separated integers >= 0, e.g. \"512,0,1,77\")"};
+    }
+    at = digits + 1;
+  }
+}
+
+Json SequenceLengths::write(const Value& value) {
+  std::string text;
+  for (const std::int64_t length : value) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(length);
+  }
+  return text;
+}
+
+std::optional<std::string> SequenceLengths::outside_limits(const Value& value) {
+  for (const std::int64_t length : value) {
+    if (length < 0 || length > std::numeric_limits<std::int32_t>::max()) {
+      return "length " + std::to_string(length) + " (not in 0 .. 2^31 - 1)";
+    }
+  }
+  return std::nullopt;
+}
+
+NonNegativeNumber::Value NonNegativeNumber::read(const Json& value) {
+  if (!value.is_number()) {
+    throw FieldProblem{"expected a number, got " + describe_json_value(value)};
+  }
+  const double number = value.get<double>();
+  if (!(number >= 0.0) || !std::isfinite(number)) {
+    throw FieldProblem{"must be a finite number >= 0 (0: off), got " + value.dump()};
+  }
+  return number;
+}
+
+std::optional<std::string> NonNegativeNumber::outside_limits(Value value) {
+  if (std::isfinite(value) && value >= 0.0) return std::nullopt;
+  return std::to_string(value) + " (not a finite number >= 0)";
+}
+
 InjectionText::Value InjectionText::read(const Json& value) {
   const std::string text = read_string(value);
   if (const auto injection = parse_injection(text)) return *injection;

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,25 +36,33 @@
 #include "core/attention_problem.h"
 #include "core/dtype.h"
 
-#define ATTNFUZZ_CASE_FIELDS(FIELD, SHORTHAND, ALIAS)                   \
-  FIELD(batch, PositiveInteger, "batch", 1, problem)                    \
-  ALIAS("batch_size", batch)                                            \
-  FIELD(heads, PositiveInteger, "heads", 1, problem)                    \
-  ALIAS("num_heads", heads)                                             \
-  FIELD(kv_heads, PositiveInteger, "kv_heads", 1, problem)              \
-  SHORTHAND("seq_len", seq_len_q, seq_len_k)                            \
-  FIELD(seq_len_q, PositiveInteger, "seq_len_q", 1, problem)            \
-  FIELD(seq_len_k, PositiveInteger, "seq_len_k", 1, problem)            \
-  FIELD(head_dim, PositiveInteger, "head_dim", 64, problem)             \
-  FIELD(dtype, DtypeName, "dtype", Dtype::fp16, problem)                \
-  FIELD(causal, Boolean, "causal", false, problem)                      \
-  FIELD(data, DistributionName, "data", DataDistribution::normal, data) \
-  FIELD(seed, Seed, "seed", 1, data)                                    \
-  FIELD(kernel, KernelName, "kernel", "", kernel)                       \
-  FIELD(layout, LayoutName, "layout", Layout::bshd, layout)             \
-  FIELD(row_padding, NonNegativeInteger, "row_padding", 0, layout)      \
-  FIELD(softmax_scale, OptionalScale, "softmax_scale", 0.0, problem)    \
-  FIELD(injection, InjectionText, "inject", SpecialValueInjection{}, data)
+#define ATTNFUZZ_CASE_FIELDS(FIELD, SHORTHAND, ALIAS)                      \
+  FIELD(batch, PositiveInteger, "batch", 1, problem)                       \
+  ALIAS("batch_size", batch)                                               \
+  FIELD(heads, PositiveInteger, "heads", 1, problem)                       \
+  ALIAS("num_heads", heads)                                                \
+  FIELD(kv_heads, PositiveInteger, "kv_heads", 1, problem)                 \
+  SHORTHAND("seq_len", seq_len_q, seq_len_k)                               \
+  FIELD(seq_len_q, PositiveInteger, "seq_len_q", 1, problem)               \
+  FIELD(seq_len_k, PositiveInteger, "seq_len_k", 1, problem)               \
+  FIELD(head_dim, PositiveInteger, "head_dim", 64, problem)                \
+  FIELD(dtype, DtypeName, "dtype", Dtype::fp16, problem)                   \
+  FIELD(causal, Boolean, "causal", false, problem)                         \
+  FIELD(data, DistributionName, "data", DataDistribution::normal, data)    \
+  FIELD(seed, Seed, "seed", 1, data)                                       \
+  FIELD(kernel, KernelName, "kernel", "", kernel)                          \
+  FIELD(layout, LayoutName, "layout", Layout::bshd, layout)                \
+  FIELD(row_padding, NonNegativeInteger, "row_padding", 0, layout)         \
+  FIELD(softmax_scale, OptionalScale, "softmax_scale", 0.0, problem)       \
+  FIELD(injection, InjectionText, "inject", SpecialValueInjection{}, data) \
+  FIELD(seq_lens_q, SequenceLengths, "seq_lens_q", {}, problem)            \
+  FIELD(seq_lens_k, SequenceLengths, "seq_lens_k", {}, problem)            \
+  FIELD(page_size, OptionalCount, "page_size", 0, problem)                 \
+  FIELD(window_left, WindowExtent, "window_left", -1, problem)             \
+  FIELD(window_right, WindowExtent, "window_right", -1, problem)           \
+  FIELD(softcap, NonNegativeNumber, "softcap", 0.0, problem)               \
+  FIELD(alibi, OptionalFlag, "alibi", false, problem)                      \
+  FIELD(return_lse, OptionalFlag, "return_lse", false, problem)
 
 #define ATTNFUZZ_CASE_IGNORE(...)
 
@@ -134,6 +143,11 @@ struct NonNegativeInteger {
   static bool unset(Value) { return false; }
 };
 
+// A non-negative integer whose 0 means "off" and is left out of JSON (page_size).
+struct OptionalCount : NonNegativeInteger {
+  static bool unset(Value value) { return value == 0; }
+};
+
 // Any uint64; JSON integers above int64's range included.
 struct Seed {
   using Value = std::uint64_t;
@@ -149,6 +163,11 @@ struct Boolean {
   static nlohmann::json write(Value value) { return value; }
   static std::optional<std::string> outside_limits(Value) { return std::nullopt; }
   static bool unset(Value) { return false; }
+};
+
+// A switch that is off by default and left out of JSON when off (alibi, return_lse).
+struct OptionalFlag : Boolean {
+  static bool unset(Value value) { return !value; }
 };
 
 // A kernel's name; empty: the backend's default kernel.
@@ -191,6 +210,43 @@ struct LayoutName {
   static nlohmann::json write(Value value) { return std::string(layout_name(value)); }
   static std::optional<std::string> outside_limits(Value value);
   static bool unset(Value) { return false; }
+};
+
+// Per-sequence lengths of a packed (varlen) batch, written as one string of comma-separated
+// non-negative integers, "512,0,1,77" (a JSON array would be a matrix axis); "" or absent: every
+// sequence is seq_len_q (seq_len_k) long. Each length fits in int32 (FlashAttention's cu_seqlens).
+struct SequenceLengths {
+  using Value = std::vector<std::int64_t>;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(const Value& value);
+  static std::optional<std::string> outside_limits(const Value& value);
+  static bool unset(const Value& value) { return value.empty(); }
+};
+
+// One side of a sliding window: a number of keys >= 0, or -1 for no limit.
+struct WindowExtent {
+  using Value = std::int64_t;
+  static Value read(const nlohmann::json& json) {
+    const Value value = case_codec_detail::read_int64(json, "an integer >= -1");
+    if (value < -1)
+      throw FieldProblem{"must be -1 (no limit) or >= 0, got " + std::to_string(value)};
+    return value;
+  }
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value value) {
+    if (value >= -1) return std::nullopt;
+    return std::to_string(value) + " (below -1)";
+  }
+  static bool unset(Value value) { return value == -1; }
+};
+
+// A finite number >= 0; 0 means off (softcap).
+struct NonNegativeNumber {
+  using Value = double;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return value; }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value value) { return value == 0.0; }
 };
 
 // "none" or "<q|k|v>:<kind>:<count>" (case/data_distribution.h).

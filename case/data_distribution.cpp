@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <span>
@@ -133,11 +134,16 @@ std::vector<std::uint16_t> fill_tensor(const TensorShape& shape, Dtype dtype, Va
   return buffer;
 }
 
-// The key a query row of `peaked_softmax` copies: its last visible key, so it is never masked.
-std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t query_row) {
-  const std::int64_t last = problem.last_visible_key(query_row);
-  if (problem.causal) return std::max<std::int64_t>(last, 0);
-  return (query_row * 7919) % problem.seq_len_k;
+// The key a query row of `peaked_softmax` copies: one it sees (its last under a causal mask or a
+// window), so that it is never masked.
+std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t b, std::int64_t query_row) {
+  const KeyRange keys =
+      query_row < problem.seq_len_q_of(b)
+          ? problem.visible_keys_of(b, query_row)
+          : visible_keys(problem, query_row, problem.seq_len_q, problem.seq_len_k);
+  if (keys.empty()) return 0;
+  if (problem.causal || problem.window_right >= 0) return keys.end - 1;
+  return keys.first + (query_row * 7919) % (keys.end - keys.first);
 }
 
 // ---- the distributions ----
@@ -195,7 +201,7 @@ AttentionInputs draw_peaked_softmax(const AttentionProblem& problem, const Input
   inputs.q = fill_tensor(
       shapes.q, dtype,
       [&](std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d, std::int64_t) {
-        const std::int64_t key = dominant_key(problem, s);
+        const std::int64_t key = dominant_key(problem, b, s);
         return 3.0 * static_cast<double>(
                          widening_table(dtype)[inputs.k[shapes.k.offset(b, key, h / group, d)]]);
       });
@@ -450,13 +456,98 @@ std::optional<DataDistribution> parse_distribution(std::string_view name) {
   return std::nullopt;
 }
 
-AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
-                                std::uint64_t seed, const SpecialValueInjection& injection) {
-  const InputShapes shapes(problem);
+namespace {
+
+// The problem as dense tensors: every sequence seq_len_q (seq_len_k) rows long, compact BSHD,
+// neither packed nor paged. A varlen or paged case draws its data in this shape, then
+// place_rows() moves each sequence's rows to where the problem keeps them.
+AttentionProblem dense_twin(const AttentionProblem& problem) {
+  AttentionProblem twin = problem;
+  twin.seq_lens_q.clear();
+  twin.seq_lens_k.clear();
+  twin.page_size = 0;
+  return with_layout(std::move(twin), Layout::bshd, 0);
+}
+
+// A buffer for a tensor that spans `span` elements, poisoned, with its guard tail.
+// A packed tensor's tail holds one longest sequence more: a kernel that reads a sequence from the
+// wrong offset (one sequence on) reads poison there, not memory it does not own.
+std::vector<std::uint16_t> poisoned_buffer(std::int64_t span, const TensorStrides& strides,
+                                           std::int64_t packed_longest,
+                                           const AttentionProblem& problem) {
+  return std::vector<std::uint16_t>(
+      static_cast<std::size_t>(span + input_guard_elements(strides, problem.head_dim) +
+                               packed_longest * strides.seq),
+      traits_of(problem.dtype).poison_bits);
+}
+
+// Copies the rows that exist (row s < the sequence's length) of a dense tensor into `placed`:
+// `offset(b, s)` is where the problem keeps row s of sequence b.
+template <typename Offset>
+void copy_rows(const std::vector<std::uint16_t>& dense, const TensorShape& shape,
+               std::int64_t heads_stride, Offset offset,
+               const std::function<std::int64_t(std::int64_t)>& length_of,
+               std::vector<std::uint16_t>& placed) {
+  for (std::int64_t b = 0; b < shape.batch; ++b) {
+    for (std::int64_t s = 0; s < length_of(b); ++s) {
+      for (std::int64_t h = 0; h < shape.heads; ++h) {
+        std::copy_n(dense.begin() + shape.offset(b, s, h, 0), shape.head_dim,
+                    placed.begin() + offset(b, s) + h * heads_stride);
+      }
+    }
+  }
+}
+
+// The inputs of a varlen or paged problem from those of its dense twin. Rows past a sequence's
+// end, the unused rows of its last page and the pool's spare page hold poison.
+AttentionInputs place_rows(const AttentionProblem& problem, const AttentionProblem& twin,
+                           const AttentionInputs& dense) {
+  const InputShapes shapes(twin);
+  AttentionInputs placed;
+  const std::int64_t longest_q = problem.varlen_q ? problem.seq_len_q : 0;
+  const std::int64_t longest_k = problem.varlen_k && !problem.paged() ? problem.seq_len_k : 0;
+  placed.q = poisoned_buffer(q_span(problem), problem.q_strides, longest_q, problem);
+  placed.k = poisoned_buffer(kv_span(problem), problem.k_strides, longest_k, problem);
+  placed.v = poisoned_buffer(kv_span(problem), problem.v_strides, longest_k, problem);
+  const auto query_length = [&](std::int64_t b) { return problem.seq_len_q_of(b); };
+  const auto key_length = [&](std::int64_t b) { return problem.seq_len_k_of(b); };
+  copy_rows(
+      dense.q, shapes.q, problem.q_strides.head,
+      [&](std::int64_t b, std::int64_t s) { return problem.q_row_offset(b, s); }, query_length,
+      placed.q);
+  copy_rows(
+      dense.k, shapes.k, problem.k_strides.head,
+      [&](std::int64_t b, std::int64_t s) { return problem.k_row_offset(b, s); }, key_length,
+      placed.k);
+  copy_rows(
+      dense.v, shapes.v, problem.v_strides.head,
+      [&](std::int64_t b, std::int64_t s) { return problem.v_row_offset(b, s); }, key_length,
+      placed.v);
+  return placed;
+}
+
+// The data of a problem laid out as its strides say (dense).
+AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
+                                      const AttentionProblem& shape_problem,
+                                      DataDistribution distribution, std::uint64_t seed,
+                                      const SpecialValueInjection& injection) {
+  const InputShapes shapes(shape_problem);
   AttentionInputs inputs =
       draw_inputs(problem, distribution, shapes, InputStreams(seed, problem, distribution));
   inject(problem, seed, injection, shapes, inputs);
   return inputs;
+}
+
+}  // namespace
+
+AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
+                                std::uint64_t seed, const SpecialValueInjection& injection) {
+  if (problem.varlen_q || problem.varlen_k || problem.paged()) {
+    const AttentionProblem twin = dense_twin(problem);
+    return place_rows(problem, twin,
+                      generate_dense_inputs(problem, twin, distribution, seed, injection));
+  }
+  return generate_dense_inputs(problem, problem, distribution, seed, injection);
 }
 
 }  // namespace attnfuzz

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "case/work_cap.h"
 
+#include <utility>
+
 #include <algorithm>
 
 namespace attnfuzz {
@@ -54,6 +56,13 @@ AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
   if (!fits()) c.seq_len_q = largest_fitting(c.seq_len_q, 1, per(c.seq_len_q), cap);
   if (!fits()) c.seq_len_k = largest_fitting_length(c.seq_len_k, per(c.seq_len_k), cap);
   if (!fits()) c.seq_len_k = largest_fitting(c.seq_len_k, 1, per(c.seq_len_k), cap);
+  // Per-sequence lengths follow: one per sequence kept, none longer than the new maximum.
+  for (auto [lengths, longest] :
+       {std::pair{&c.seq_lens_q, c.seq_len_q}, std::pair{&c.seq_lens_k, c.seq_len_k}}) {
+    if (lengths->empty()) continue;
+    lengths->resize(static_cast<std::size_t>(c.batch));
+    for (std::int64_t& length : *lengths) length = std::min(length, longest);
+  }
   return attention_case;
 }
 

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "core/attention_problem.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
+
+#include "core/splitmix.h"
 
 namespace attnfuzz {
 
@@ -26,13 +30,147 @@ std::int64_t span_elements(const TensorStrides& strides, std::int64_t batch, std
          head_dim;
 }
 
+namespace {
+
+// Prefix sums of per-sequence lengths: cu[0] = 0, cu[b + 1] = cu[b] + lengths[b].
+std::vector<std::int32_t> prefix_sums(const std::vector<std::int64_t>& lengths) {
+  std::vector<std::int32_t> sums(lengths.size() + 1, 0);
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    sums[b + 1] = static_cast<std::int32_t>(sums[b] + lengths[b]);
+  }
+  return sums;
+}
+
+// The pages of the pool in an order fixed by the shape: a Fisher-Yates shuffle keyed by it, so
+// that no sequence's logical page p is pool page b * pages_per_sequence + p.
+std::vector<std::int32_t> shuffled_pages(std::int64_t pages, std::uint64_t key) {
+  std::vector<std::int32_t> order(static_cast<std::size_t>(pages));
+  std::iota(order.begin(), order.end(), 0);
+  for (std::int64_t last = pages - 1; last > 0; --last) {
+    const std::uint64_t draw =
+        splitmix64_step(key ^ splitmix64_step(static_cast<std::uint64_t>(last)));
+    std::swap(order[static_cast<std::size_t>(last)],
+              order[static_cast<std::size_t>(draw % static_cast<std::uint64_t>(last + 1))]);
+  }
+  return order;
+}
+
+// Elements a tensor of `rows` rows per batch entry spans; 0 when it has no rows.
+std::int64_t rows_span(const TensorStrides& strides, std::int64_t batch, std::int64_t rows,
+                       std::int64_t heads, std::int64_t head_dim) {
+  if (batch == 0 || rows == 0) return 0;
+  return span_elements(strides, batch, rows, heads, head_dim);
+}
+
+}  // namespace
+
 AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64_t row_padding) {
   const std::int64_t dim = problem.head_dim;
-  problem.q_strides = make_strides(layout, problem.seq_len_q, problem.heads, dim, row_padding);
+  problem.varlen_q = !problem.seq_lens_q.empty();
+  problem.varlen_k = !problem.seq_lens_k.empty();
+  problem.cu_seqlens_q =
+      problem.varlen_q ? prefix_sums(problem.seq_lens_q) : std::vector<std::int32_t>{};
+  problem.cu_seqlens_k =
+      problem.varlen_k ? prefix_sums(problem.seq_lens_k) : std::vector<std::int32_t>{};
+  problem.total_q = problem.varlen_q ? problem.cu_seqlens_q.back() : 0;
+  problem.total_k = problem.varlen_k ? problem.cu_seqlens_k.back() : 0;
+
+  if (problem.varlen_q) {
+    problem.q_strides = make_strides(layout, problem.total_q, problem.heads, dim, row_padding);
+    problem.q_strides.batch = 0;
+  } else {
+    problem.q_strides = make_strides(layout, problem.seq_len_q, problem.heads, dim, row_padding);
+  }
   problem.o_strides = problem.q_strides;
-  problem.k_strides = make_strides(layout, problem.seq_len_k, problem.kv_heads, dim, row_padding);
+
+  if (problem.paged()) {
+    problem.pages_per_sequence = (problem.seq_len_k + problem.page_size - 1) / problem.page_size;
+    problem.pages = problem.batch * problem.pages_per_sequence + 1;  // one page no sequence uses
+    problem.block_table = shuffled_pages(
+        problem.pages, splitmix64_step(static_cast<std::uint64_t>(problem.batch) * 0x10001u ^
+                                       static_cast<std::uint64_t>(problem.page_size) << 20 ^
+                                       static_cast<std::uint64_t>(problem.seq_len_k)));
+    problem.block_table.resize(
+        static_cast<std::size_t>(problem.batch * problem.pages_per_sequence));
+    problem.k_strides = make_strides(layout, problem.page_size, problem.kv_heads, dim, row_padding);
+  } else {
+    problem.pages = problem.pages_per_sequence = 0;
+    problem.block_table.clear();
+    if (problem.varlen_k) {
+      problem.k_strides = make_strides(layout, problem.total_k, problem.kv_heads, dim, row_padding);
+      problem.k_strides.batch = 0;
+    } else {
+      problem.k_strides =
+          make_strides(layout, problem.seq_len_k, problem.kv_heads, dim, row_padding);
+    }
+  }
   problem.v_strides = problem.k_strides;
+
+  problem.lse_strides =
+      problem.varlen_q ? TensorStrides{0, 1, problem.total_q}
+                       : TensorStrides{problem.heads * problem.seq_len_q, 1, problem.seq_len_q};
+  problem.alibi_slopes = problem.alibi ? alibi_slopes_for(problem.heads) : std::vector<float>{};
   return problem;
+}
+
+AttentionTensors with_index_arrays(AttentionTensors tensors, const AttentionProblem& problem) {
+  const auto data_or_null = [](const auto& array) {
+    return array.empty() ? nullptr : array.data();
+  };
+  tensors.cu_seqlens_q = data_or_null(problem.cu_seqlens_q);
+  tensors.cu_seqlens_k = data_or_null(problem.cu_seqlens_k);
+  tensors.block_table = data_or_null(problem.block_table);
+  tensors.alibi_slopes = data_or_null(problem.alibi_slopes);
+  return tensors;
+}
+
+std::int64_t q_span(const AttentionProblem& problem) {
+  if (problem.varlen_q)
+    return rows_span(problem.q_strides, 1, problem.total_q, problem.heads, problem.head_dim);
+  return rows_span(problem.q_strides, problem.batch, problem.seq_len_q, problem.heads,
+                   problem.head_dim);
+}
+
+std::int64_t o_span(const AttentionProblem& problem) {
+  if (problem.varlen_q)
+    return rows_span(problem.o_strides, 1, problem.total_q, problem.heads, problem.head_dim);
+  return rows_span(problem.o_strides, problem.batch, problem.seq_len_q, problem.heads,
+                   problem.head_dim);
+}
+
+std::int64_t kv_span(const AttentionProblem& problem) {
+  if (problem.paged()) {
+    return rows_span(problem.k_strides, problem.pages, problem.page_size, problem.kv_heads,
+                     problem.head_dim);
+  }
+  if (problem.varlen_k)
+    return rows_span(problem.k_strides, 1, problem.total_k, problem.kv_heads, problem.head_dim);
+  return rows_span(problem.k_strides, problem.batch, problem.seq_len_k, problem.kv_heads,
+                   problem.head_dim);
+}
+
+std::int64_t lse_span(const AttentionProblem& problem) {
+  return problem.return_lse ? problem.heads * problem.query_rows() : 0;
+}
+
+std::vector<float> alibi_slopes_for(std::int64_t heads) {
+  std::vector<float> slopes(static_cast<std::size_t>(heads));
+  for (std::int64_t h = 0; h < heads; ++h) {
+    slopes[static_cast<std::size_t>(h)] = static_cast<float>(
+        std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(heads)));
+  }
+  return slopes;
+}
+
+double AttentionProblem::largest_bias(std::int64_t b, std::int64_t h, std::int64_t i) const {
+  if (!alibi) return 0.0;
+  const KeyRange keys = visible_keys_of(b, i);
+  if (keys.empty()) return 0.0;
+  const std::int64_t seq_q = seq_len_q_of(b), seq_k = seq_len_k_of(b);
+  const std::int64_t farthest = std::max(alibi_distance(i, keys.first, seq_q, seq_k),
+                                         alibi_distance(i, keys.end - 1, seq_q, seq_k));
+  return static_cast<double>(alibi_slopes[static_cast<std::size_t>(h)]) *
+         static_cast<double>(farthest);
 }
 
 std::string describe_shape(const AttentionProblem& problem) {
@@ -42,10 +180,28 @@ std::string describe_shape(const AttentionProblem& problem) {
   text << " Sq=" << problem.seq_len_q << " Sk=" << problem.seq_len_k << " D=" << problem.head_dim
        << " " << dtype_name(problem.dtype);
   if (problem.causal) text << " causal";
+  if (problem.varlen_q || problem.varlen_k) {
+    text << " varlen" << (problem.varlen_q ? "q" : "") << (problem.varlen_k ? "k" : "");
+  }
+  if (problem.paged()) text << " page=" << problem.page_size;
+  if (problem.window_left >= 0 || problem.window_right >= 0) {
+    text << " window=(" << problem.window_left << "," << problem.window_right << ")";
+  }
+  if (problem.softcap > 0.0) text << " softcap=" << problem.softcap;
+  if (problem.alibi) text << " alibi";
+  if (problem.return_lse) text << " lse";
   return text.str();
 }
 
 double attention_flops(const AttentionProblem& problem) {
+  if (problem.varlen_q || problem.varlen_k) {
+    double pairs = 0.0;
+    for (std::int64_t b = 0; b < problem.batch; ++b) {
+      pairs += static_cast<double>(problem.seq_len_q_of(b)) *
+               static_cast<double>(problem.seq_len_k_of(b));
+    }
+    return 4.0 * static_cast<double>(problem.heads) * pairs * static_cast<double>(problem.head_dim);
+  }
   return 4.0 * static_cast<double>(problem.batch) * static_cast<double>(problem.heads) *
          static_cast<double>(problem.seq_len_q) * static_cast<double>(problem.seq_len_k) *
          static_cast<double>(problem.head_dim);

@@ -14,8 +14,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.h"
+
+#if defined(__CUDACC__)
+#define ATTNFUZZ_PROBLEM_HD __host__ __device__
+#else
+#define ATTNFUZZ_PROBLEM_HD
+#endif
 
 namespace attnfuzz {
 
@@ -34,12 +41,22 @@ inline std::string_view layout_name(Layout layout) {
 }
 std::optional<Layout> parse_layout(std::string_view name);
 
-struct AttentionProblem {
+// The keys a query row sees: [first, end); none when end <= first.
+struct KeyRange {
+  std::int64_t first = 0;
+  std::int64_t end = 0;
+  ATTNFUZZ_PROBLEM_HD bool empty() const { return end <= first; }
+};
+
+// Everything about a problem that is one number: what a kernel launch copies by value (device code
+// included). The index arrays that the variants need live in AttentionProblem below; kernels read
+// them through AttentionTensors, in their own memory.
+struct ProblemShape {
   std::int64_t batch = 1;
-  std::int64_t heads = 1;     // query heads
-  std::int64_t kv_heads = 1;  // key/value heads; heads % kv_heads == 0
-  std::int64_t seq_len_q = 1;
-  std::int64_t seq_len_k = 1;
+  std::int64_t heads = 1;      // query heads
+  std::int64_t kv_heads = 1;   // key/value heads; heads % kv_heads == 0
+  std::int64_t seq_len_q = 1;  // the longest query sequence (FlashAttention's max_seqlen_q)
+  std::int64_t seq_len_k = 1;  // the longest key sequence (max_seqlen_k)
   std::int64_t head_dim = 64;
   Dtype dtype = Dtype::fp16;
   bool causal = false;
@@ -47,13 +64,152 @@ struct AttentionProblem {
 
   TensorStrides q_strides, k_strides, v_strides, o_strides;
 
-  std::int64_t group_size() const { return heads / kv_heads; }
-  // Last key index query row `query_row` may see, or -1 when the row is fully masked.
-  std::int64_t last_visible_key(std::int64_t query_row) const {
-    if (!causal) return seq_len_k - 1;
-    const std::int64_t last = query_row + seq_len_k - seq_len_q;
-    return last < seq_len_k - 1 ? (last < -1 ? -1 : last) : seq_len_k - 1;
+  // ---- the variants, FlashAttention's definitions; each is off by default ----
+  // Sliding window: query i of a sequence sees key j only if
+  //   i + Sk - Sq - window_left <= j <= i + Sk - Sq + window_right   (Sq, Sk: that sequence's)
+  // -1 leaves a side unbounded. Causal caps window_right at 0.
+  std::int64_t window_left = -1;
+  std::int64_t window_right = -1;
+  // > 0: each scaled score s becomes softcap * tanh(s / softcap) (Gemma 2's logit soft-capping).
+  double softcap = 0.0;
+  // ALiBi: score(i, j) += -alibi_slopes[h] * |i + Sk - Sq - j|, added after soft-capping.
+  bool alibi = false;
+  // The kernel also writes the log-sum-exp of each query row's scores: fp32, natural log, -inf
+  // (or +inf, FlashAttention 2's convention) for a row that sees no key.
+  bool return_lse = false;
+  // Varlen: Q and O are packed, sequence b's query rows starting at row cu_seqlens_q[b] of a
+  // tensor of total_q rows (their batch stride is 0, unused).
+  bool varlen_q = false;
+  std::int64_t total_q = 0;
+  // Per-sequence key lengths (cu_seqlens_k). Without paging K and V are packed by them as Q is by
+  // cu_seqlens_q; with paging they only say how many of its pages' rows a sequence uses.
+  bool varlen_k = false;
+  std::int64_t total_k = 0;
+  // Paged K/V (page_size > 0): K and V are a pool of `pages` pages of page_size rows
+  // (k_strides.batch steps from page to page); key j of sequence b is row j % page_size of page
+  // block_table[b * pages_per_sequence + j / page_size].
+  std::int64_t page_size = 0;
+  std::int64_t pages = 0;
+  std::int64_t pages_per_sequence = 0;
+  // The log-sum-exp output: row (b, i) of head h at lse_row_offset(b, i) + h * lse_strides.head;
+  // [batch][heads][seq_len_q] dense, [heads][total_q] varlen (FlashAttention's softmax_lse).
+  TensorStrides lse_strides;
+
+  ATTNFUZZ_PROBLEM_HD std::int64_t group_size() const { return heads / kv_heads; }
+  ATTNFUZZ_PROBLEM_HD bool paged() const { return page_size > 0; }
+  // Whether any variant is on: the cases whose meaning goes beyond dense attention.
+  bool has_variants() const {
+    return window_left >= 0 || window_right >= 0 || softcap > 0.0 || alibi || return_lse ||
+           varlen_q || varlen_k || paged();
   }
+};
+
+// ---- addressing and masking, for host and device code alike ----
+// The index arrays are passed in, from wherever the caller keeps them (a kernel's memory).
+
+// Rows of sequence b: its own length when varlen, the problem's otherwise.
+ATTNFUZZ_PROBLEM_HD inline std::int64_t sequence_length(bool varlen, std::int64_t fixed,
+                                                        const std::int32_t* cu_seqlens,
+                                                        std::int64_t b) {
+  return varlen ? cu_seqlens[b + 1] - cu_seqlens[b] : fixed;
+}
+
+// Offset of element [b, i, 0, 0] of Q or O (strides q_strides or o_strides).
+ATTNFUZZ_PROBLEM_HD inline std::int64_t query_row_offset(const ProblemShape& problem,
+                                                         const TensorStrides& strides,
+                                                         const std::int32_t* cu_seqlens_q,
+                                                         std::int64_t b, std::int64_t i) {
+  return problem.varlen_q ? (cu_seqlens_q[b] + i) * strides.seq
+                          : b * strides.batch + i * strides.seq;
+}
+
+// Offset of element [b, j, 0, 0] of K or V: through the block table when paged.
+ATTNFUZZ_PROBLEM_HD inline std::int64_t key_row_offset(const ProblemShape& problem,
+                                                       const TensorStrides& strides,
+                                                       const std::int32_t* cu_seqlens_k,
+                                                       const std::int32_t* block_table,
+                                                       std::int64_t b, std::int64_t j) {
+  if (problem.paged()) {
+    const std::int64_t page = block_table[b * problem.pages_per_sequence + j / problem.page_size];
+    return page * strides.batch + (j % problem.page_size) * strides.seq;
+  }
+  return problem.varlen_k ? (cu_seqlens_k[b] + j) * strides.seq
+                          : b * strides.batch + j * strides.seq;
+}
+
+// Offset of the log-sum-exp of row (b, i), head 0.
+ATTNFUZZ_PROBLEM_HD inline std::int64_t lse_row_offset(const ProblemShape& problem,
+                                                       const std::int32_t* cu_seqlens_q,
+                                                       std::int64_t b, std::int64_t i) {
+  return problem.varlen_q ? cu_seqlens_q[b] + i : b * problem.lse_strides.batch + i;
+}
+
+// The keys query row i of a sequence of seq_q queries and seq_k keys sees: the causal mask
+// (bottom-right aligned) and the sliding window about the diagonal i + seq_k - seq_q.
+ATTNFUZZ_PROBLEM_HD inline KeyRange visible_keys(const ProblemShape& problem, std::int64_t i,
+                                                 std::int64_t seq_q, std::int64_t seq_k) {
+  const std::int64_t diagonal = i + seq_k - seq_q;
+  KeyRange range{0, seq_k};
+  if (problem.causal && diagonal + 1 < range.end) range.end = diagonal + 1;
+  if (problem.window_right >= 0 && diagonal + problem.window_right + 1 < range.end) {
+    range.end = diagonal + problem.window_right + 1;
+  }
+  if (problem.window_left >= 0 && diagonal - problem.window_left > range.first) {
+    range.first = diagonal - problem.window_left;
+  }
+  return range;
+}
+
+// |i + seq_k - seq_q - j|: ALiBi's distance of key j from row i's diagonal.
+ATTNFUZZ_PROBLEM_HD inline std::int64_t alibi_distance(std::int64_t i, std::int64_t j,
+                                                       std::int64_t seq_q, std::int64_t seq_k) {
+  const std::int64_t distance = i + seq_k - seq_q - j;
+  return distance < 0 ? -distance : distance;
+}
+
+// The problem and the index arrays its variants need (host memory; empty when unused).
+struct AttentionProblem : ProblemShape {
+  // Per-sequence lengths (varlen); empty: every sequence has seq_len_q (seq_len_k) rows.
+  std::vector<std::int64_t> seq_lens_q, seq_lens_k;
+  std::vector<std::int32_t> cu_seqlens_q, cu_seqlens_k;  // [batch + 1] prefix sums when varlen
+  std::vector<std::int32_t> block_table;                 // [batch][pages_per_sequence] when paged
+  std::vector<float> alibi_slopes;                       // [heads] when alibi
+
+  std::int64_t seq_len_q_of(std::int64_t b) const {
+    return sequence_length(varlen_q, seq_len_q, cu_seqlens_q.data(), b);
+  }
+  std::int64_t seq_len_k_of(std::int64_t b) const {
+    return sequence_length(varlen_k, seq_len_k, cu_seqlens_k.data(), b);
+  }
+  std::int64_t q_row_offset(std::int64_t b, std::int64_t i) const {
+    return query_row_offset(*this, q_strides, cu_seqlens_q.data(), b, i);
+  }
+  std::int64_t o_row_offset(std::int64_t b, std::int64_t i) const {
+    return query_row_offset(*this, o_strides, cu_seqlens_q.data(), b, i);
+  }
+  std::int64_t k_row_offset(std::int64_t b, std::int64_t j) const {
+    return key_row_offset(*this, k_strides, cu_seqlens_k.data(), block_table.data(), b, j);
+  }
+  std::int64_t v_row_offset(std::int64_t b, std::int64_t j) const {
+    return key_row_offset(*this, v_strides, cu_seqlens_k.data(), block_table.data(), b, j);
+  }
+  std::int64_t lse_offset(std::int64_t b, std::int64_t i, std::int64_t h) const {
+    return lse_row_offset(*this, cu_seqlens_q.data(), b, i) + h * lse_strides.head;
+  }
+  // The keys row i of sequence b sees.
+  KeyRange visible_keys_of(std::int64_t b, std::int64_t i) const {
+    return visible_keys(*this, i, seq_len_q_of(b), seq_len_k_of(b));
+  }
+  // What ALiBi adds to score (b, h, i, j) (0 without ALiBi), in double from the fp32 slope.
+  double score_bias(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const {
+    if (!alibi) return 0.0;
+    return -static_cast<double>(alibi_slopes[static_cast<std::size_t>(h)]) *
+           static_cast<double>(alibi_distance(i, j, seq_len_q_of(b), seq_len_k_of(b)));
+  }
+  // The largest |ALiBi bias| over the keys row i of sequence b sees (0 without ALiBi).
+  double largest_bias(std::int64_t b, std::int64_t h, std::int64_t i) const;
+  // Rows of the output, over every sequence: batch * seq_len_q, or total_q when varlen.
+  std::int64_t query_rows() const { return varlen_q ? total_q : batch * seq_len_q; }
 };
 
 // Pointers to element [0, 0, 0, 0] of each tensor, laid out by the problem's strides, in the memory
@@ -63,7 +219,16 @@ struct AttentionTensors {
   const std::uint16_t* k = nullptr;
   const std::uint16_t* v = nullptr;
   std::uint16_t* o = nullptr;
+  // The variants' index arrays and outputs, null when unused (AttentionProblem's, in this memory).
+  const std::int32_t* cu_seqlens_q = nullptr;
+  const std::int32_t* cu_seqlens_k = nullptr;
+  const std::int32_t* block_table = nullptr;
+  const float* alibi_slopes = nullptr;
+  float* lse = nullptr;  // [lse_span(problem)] when the problem returns the log-sum-exp
 };
+
+// `tensors` with the problem's own (host) index arrays.
+AttentionTensors with_index_arrays(AttentionTensors tensors, const AttentionProblem& problem);
 
 // Strides of a tensor with `seq_len` rows of `heads` heads in `layout`, each head row padded by
 // `row_padding` unused elements (padded strides, as a kernel sees from a sliced larger buffer).
@@ -74,8 +239,19 @@ TensorStrides make_strides(Layout layout, std::int64_t seq_len, std::int64_t hea
 std::int64_t span_elements(const TensorStrides& strides, std::int64_t batch, std::int64_t seq_len,
                            std::int64_t heads, std::int64_t head_dim);
 
-// Fills in the strides of all four tensors and the default scale; returns the problem.
+// Fills in the strides of all four tensors (packed for varlen, pages for paged K/V) and of the
+// log-sum-exp, and the index arrays the variants need: cu_seqlens from seq_lens_q/k, the block
+// table (a shuffle of the page pool, fixed by the shape) and the ALiBi slopes; returns the problem.
 AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64_t row_padding);
+
+// Elements the Q, K, V and O buffers and floats the log-sum-exp buffer span (one past the last).
+std::int64_t q_span(const AttentionProblem& problem);
+std::int64_t kv_span(const AttentionProblem& problem);
+std::int64_t o_span(const AttentionProblem& problem);
+std::int64_t lse_span(const AttentionProblem& problem);
+
+// ALiBi's slopes for `heads` heads: 2^(-8 (h + 1) / heads), the paper's geometric sequence.
+std::vector<float> alibi_slopes_for(std::int64_t heads);
 
 // The problem's shape in one line, e.g. "B=2 H=6/2 Sq=113 Sk=203 D=128 bf16 causal".
 std::string describe_shape(const AttentionProblem& problem);

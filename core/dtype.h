@@ -15,6 +15,9 @@
 
 namespace attnfuzz {
 
+// The poison pattern of fp32 outputs (the log-sum-exp): a NaN payload nobody computes by accident.
+inline constexpr std::uint32_t kFloat32PoisonBits = 0x7FA5A5A5u;
+
 // One row per supported input dtype. Columns:
 //   id, name, significand bits (with the implicit one), largest finite value,
 //   smallest positive subnormal, poison pattern (a NaN nobody computes by accident).

@@ -14,6 +14,7 @@
 
 #include "case/attention_case.h"
 #include "case/work_cap.h"
+#include "core/splitmix.h"
 
 namespace attnfuzz {
 
@@ -159,6 +160,61 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       attention_case = fit_to_work_cap(attention_case);  // the row stays long, the rest gives way
     }
     return attention_case;
+  });
+}
+
+// Per-sequence lengths of a packed batch of `batch` sequences of up to `longest` rows, drawn from
+// `seed`: the edge cases (empty, one row, the longest) as often as the rest together.
+inline std::vector<std::int64_t> drawn_sequence_lengths(std::int64_t batch, std::int64_t longest,
+                                                        std::uint64_t seed) {
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::uint64_t draw = splitmix64_step(seed + static_cast<std::uint64_t>(b));
+    switch (draw % 6) {
+      case 0:
+        lengths.push_back(0);
+        break;
+      case 1:
+        lengths.push_back(std::min<std::int64_t>(1, longest));
+        break;
+      case 2:
+        lengths.push_back(longest);
+        break;
+      default:
+        lengths.push_back(
+            static_cast<std::int64_t>((draw >> 8) % static_cast<std::uint64_t>(longest + 1)));
+    }
+  }
+  return lengths;
+}
+
+// The attention variants on top of `base`'s cases, each on about half the time and shrinking to
+// off: packed query and/or key lengths, paged K/V (pages of 16, 64, 256 rows and an odd one),
+// sliding windows (either side, narrow or wide, with or without causal), soft-capping, ALiBi and
+// the log-sum-exp output.
+inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base) {
+  const auto variants =
+      rc::gen::tuple(choice<int>({0, 0, 0, 1, 2, 3}),                  // varlen: none, q, k, both
+                     choice<std::int64_t>({0, 0, 0, 16, 64, 256, 5}),  // page_size
+                     choice<std::int64_t>({-1, -1, -1, 0, 1, 7, 64, 130}),   // window_left
+                     choice<std::int64_t>({-1, -1, -1, 0, 1, 9, 100}),       // window_right
+                     choice<double>({0.0, 0.0, 0.0, 2.5, 5.0, 30.0, 50.0}),  // softcap
+                     choice<bool>({false, false, true}),                     // alibi
+                     choice<bool>({false, true}),                            // return_lse
+                     uniform<std::uint64_t>(0, std::uint64_t{1} << 32));     // the lengths' seed
+  return rc::gen::map(rc::gen::pair(std::move(base), variants), [](const auto& drawn) {
+    AttentionCase c = drawn.first;
+    const auto& [varlen, page_size, window_left, window_right, softcap, alibi, return_lse,
+                 lengths_seed] = drawn.second;
+    if (varlen & 1) c.seq_lens_q = drawn_sequence_lengths(c.batch, c.seq_len_q, lengths_seed);
+    if (varlen & 2) c.seq_lens_k = drawn_sequence_lengths(c.batch, c.seq_len_k, ~lengths_seed);
+    c.page_size = page_size;
+    c.window_left = window_left;
+    c.window_right = window_right;
+    c.softcap = softcap;
+    c.alibi = alibi;
+    c.return_lse = return_lse;
+    return c;
   });
 }
 

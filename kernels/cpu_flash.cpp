@@ -74,17 +74,23 @@ struct FlashCall {
 
 // One query tile of one (batch, head): where it lies and which keys it reads.
 struct QueryTile {
-  // Element [batch, 0, head, 0] of Q and O, and [batch, 0, kv_head, 0] of K and V.
+  // Element [batch, 0, head, 0] of Q and O, and [batch, 0, kv_head, 0] of K and V (not paged).
   const std::uint16_t* q_head;
   const std::uint16_t* k_head;
   const std::uint16_t* v_head;
   std::uint16_t* o_head;
-  std::int64_t first_row;        // of the tile, in the head's query rows
-  int rows;                      // rows of the tile before seq_len_q
+  std::int64_t batch;
+  std::int64_t head;
+  std::int64_t kv_head;
+  std::int64_t first_row;        // of the tile, in the sequence's query rows
+  int rows;                      // rows of the tile before the sequence's end
   std::int64_t diagonal_offset;  // causal: row i sees the keys up to i + diagonal_offset
-  std::int64_t key_tiles;        // key tiles it reads, from key 0
-  std::int64_t key_end;          // keys from here on are masked
-  float scale;                   // applied to Q K^T
+  std::int64_t alibi_offset;     // ALiBi: row i's distance is measured from i + alibi_offset
+  std::int64_t first_key_tile;   // the key tiles it reads: [first_key_tile, key_tiles)
+  std::int64_t key_tiles;
+  std::int64_t key_end;  // keys from here on are masked
+  float scale;           // applied to Q K^T
+  float alibi_slope;     // 0 without ALiBi
 };
 
 // One key tile of a query tile's loop.
@@ -104,32 +110,85 @@ Element* head_start(const FlashCall& call, Element* tensor, const TensorStrides&
          head * strides.head;
 }
 
+// Element [batch, 0, head, 0] of a packed (varlen) tensor: its sequence's first row.
+template <typename Element>
+Element* packed_head_start(const FlashCall& call, Element* tensor, const TensorStrides& strides,
+                           const std::int32_t* cu_seqlens, std::int64_t batch, std::int64_t head) {
+  return tensor + packed_sequence_start(cu_seqlens, batch, call.plant) * strides.seq +
+         head * strides.head;
+}
+
+// Row `key` of K or V for a query tile: through the block table when paged, else from the head's
+// start.
+inline const std::uint16_t* key_value_row(const FlashCall& call, const QueryTile& tile,
+                                          const std::uint16_t* tensor, const std::uint16_t* head,
+                                          const TensorStrides& strides, std::int64_t key) {
+  const ProblemShape& problem = call.problem;
+  if (!problem.paged()) return head + key * strides.seq;
+  const std::int64_t page = pool_page(call.tensors.block_table, tile.batch, key / problem.page_size,
+                                      problem.pages_per_sequence, call.plant);
+  return tensor + page * strides.batch + (key % problem.page_size) * strides.seq +
+         tile.kv_head * strides.head;
+}
+
 // Lays out query tile `query_tile` of (batch, head): where its heads start in the four tensors,
-// its rows, its causal diagonal and the key tiles it reads.
+// its rows, its causal diagonal and the key tiles it reads. Its rows are those of the sequence,
+// which is shorter than the problem's longest in a packed batch: rows == 0 means none are left.
 QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_t head,
                           std::int64_t query_tile) {
   const AttentionProblem& problem = call.problem;
   const AttentionTensors& tensors = call.tensors;
-  const std::int64_t kv_head = kv_head_of_query_head(head, problem.kv_heads, problem.group_size(),
-                                                     problem.seq_len_k, call.plant);
+  const std::int64_t seq_q =
+      sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, batch);
+  const std::int64_t seq_k =
+      sequence_length(problem.varlen_k, problem.seq_len_k, tensors.cu_seqlens_k, batch);
   QueryTile tile{};
-  tile.q_head =
-      head_start(call, tensors.q, problem.q_strides, problem.seq_len_q, problem.heads, batch, head);
-  tile.k_head = head_start(call, tensors.k, problem.k_strides, problem.seq_len_k, problem.kv_heads,
-                           batch, kv_head);
-  tile.v_head = head_start(call, tensors.v, problem.v_strides, problem.seq_len_k, problem.kv_heads,
-                           batch, kv_head);
-  tile.o_head =
-      head_start(call, tensors.o, problem.o_strides, problem.seq_len_q, problem.heads, batch, head);
+  tile.batch = batch;
+  tile.head = head;
+  tile.kv_head =
+      kv_head_of_query_head(head, problem.kv_heads, problem.group_size(), seq_k, call.plant);
+  if (problem.varlen_q) {
+    tile.q_head =
+        packed_head_start(call, tensors.q, problem.q_strides, tensors.cu_seqlens_q, batch, head);
+    tile.o_head =
+        packed_head_start(call, tensors.o, problem.o_strides, tensors.cu_seqlens_q, batch, head);
+  } else {
+    tile.q_head = head_start(call, tensors.q, problem.q_strides, problem.seq_len_q, problem.heads,
+                             batch, head);
+    tile.o_head = head_start(call, tensors.o, problem.o_strides, problem.seq_len_q, problem.heads,
+                             batch, head);
+  }
+  if (problem.paged()) {
+    tile.k_head = tile.v_head = nullptr;  // rows are found page by page (key_value_row)
+  } else if (problem.varlen_k) {
+    tile.k_head = tensors.k + tensors.cu_seqlens_k[batch] * problem.k_strides.seq +
+                  tile.kv_head * problem.k_strides.head;
+    tile.v_head = tensors.v + tensors.cu_seqlens_k[batch] * problem.v_strides.seq +
+                  tile.kv_head * problem.v_strides.head;
+  } else {
+    tile.k_head = head_start(call, tensors.k, problem.k_strides, problem.seq_len_k,
+                             problem.kv_heads, batch, tile.kv_head);
+    tile.v_head = head_start(call, tensors.v, problem.v_strides, problem.seq_len_k,
+                             problem.kv_heads, batch, tile.kv_head);
+  }
   tile.first_row = query_tile * call.tiles.block_m;
-  tile.rows = rows_in_tile(tile.first_row, call.tiles.block_m, problem.seq_len_q);
-  tile.diagonal_offset = causal_diagonal_offset(problem.seq_len_q, problem.seq_len_k, call.plant);
-  // Key tiles this query tile needs: all of them, or up to the diagonal of its last row.
-  const std::int64_t keys_needed = keys_needed_by_query_tile(
-      tile.first_row, tile.rows, tile.diagonal_offset, problem.causal, problem.seq_len_k);
-  tile.key_tiles = key_tile_count(keys_needed, call.tiles.block_n, call.plant);
-  tile.key_end =
-      last_key_tile_end(problem.seq_len_k, tile.key_tiles, call.tiles.block_n, call.plant);
+  const bool tile_exists = query_tile < query_tile_count(seq_q, call.tiles.block_m, call.plant);
+  tile.rows = tile_exists ? rows_in_tile(tile.first_row, call.tiles.block_m, seq_q) : 0;
+  tile.diagonal_offset = causal_diagonal_offset(seq_q, seq_k, call.plant);
+  tile.alibi_offset = alibi_diagonal_offset(seq_q, seq_k, call.plant);
+  tile.alibi_slope = problem.alibi ? tensors.alibi_slopes[head] : 0.0f;
+  // Key tiles this query tile needs: all of them, or those its rows' masks leave.
+  const KeyRange keys =
+      tile.rows > 0
+          ? keys_of_query_tile(tile.first_row, tile.rows, tile.diagonal_offset, problem.causal,
+                               problem.window_left, problem.window_right, seq_k, call.plant)
+          : KeyRange{};
+  tile.first_key_tile = keys.first / call.tiles.block_n;
+  tile.key_tiles =
+      keys.empty()
+          ? tile.first_key_tile
+          : std::max(tile.first_key_tile, key_tile_count(keys.end, call.tiles.block_n, call.plant));
+  tile.key_end = last_key_tile_end(seq_k, tile.key_tiles, call.tiles.block_n, call.plant);
   tile.scale = applied_softmax_scale(static_cast<float>(problem.softmax_scale), problem.head_dim,
                                      call.plant);
   return tile;
@@ -163,11 +222,21 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
   const int block_n = call.tiles.block_n;
   for (int col = 0; col < block_n; ++col) {
     const bool inside = col < key_tile.keys;
-    const std::uint16_t* k_row = tile.k_head + (key_tile.first_key + col) * problem.k_strides.seq;
-    const std::uint16_t* v_row = tile.v_head + (key_tile.first_key + col) * problem.v_strides.seq;
+    if (!inside) {
+      for (std::int64_t d = 0; d < dim; ++d) {
+        work.key_t[d * block_n + col] = 0.0f;
+        work.value[col * dim + d] = 0.0f;
+      }
+      continue;
+    }
+    const std::int64_t key = key_tile.first_key + col;
+    const std::uint16_t* k_row =
+        key_value_row(call, tile, call.tensors.k, tile.k_head, problem.k_strides, key);
+    const std::uint16_t* v_row =
+        key_value_row(call, tile, call.tensors.v, tile.v_head, problem.v_strides, key);
     for (std::int64_t d = 0; d < dim; ++d) {
-      work.key_t[d * block_n + col] = inside ? call.widen[k_row[d]] : 0.0f;
-      work.value[col * dim + d] = inside ? call.widen[v_row[d]] : 0.0f;
+      work.key_t[d * block_n + col] = call.widen[k_row[d]];
+      work.value[col * dim + d] = call.widen[v_row[d]];
     }
   }
 }
@@ -198,12 +267,25 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
   float* scores = work.scores.data();
   compute_raw_scores(call, row, work);
 
-  const std::int64_t last_key = last_visible_key_of_row(tile.first_row + row, tile.diagonal_offset,
-                                                        problem.causal, tile.key_end);
+  const std::int64_t query = tile.first_row + row;
+  const KeyRange visible_keys =
+      visible_key_range_of_row(query, tile.diagonal_offset, problem.causal, problem.window_left,
+                               problem.window_right, tile.key_end, plant);
+  const float softcap = static_cast<float>(problem.softcap);
   float tile_max = kNegativeInfinity;
   for (int col = 0; col < block_n; ++col) {
-    const bool visible = key_is_visible(col, key_tile.keys, key_tile.first_key, last_key);
-    scores[col] = visible ? scores[col] * tile.scale : kNegativeInfinity;
+    const std::int64_t key = key_tile.first_key + col;
+    const bool visible = col < key_tile.keys && key >= visible_keys.first && key < visible_keys.end;
+    float score = scores[col] * tile.scale;
+    if (softcap > 0.0f) {
+      score = softcaps_before_scale(plant) ? softcap * std::tanh(scores[col] / softcap) * tile.scale
+                                           : softcap * std::tanh(score / softcap);
+    }
+    if (problem.alibi) {
+      const std::int64_t distance = query + tile.alibi_offset - key;
+      score -= tile.alibi_slope * static_cast<float>(distance < 0 ? -distance : distance);
+    }
+    scores[col] = visible ? score : kNegativeInfinity;
     tile_max = std::max(tile_max, scores[col]);
   }
 
@@ -252,6 +334,15 @@ ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryT
     const bool saw_no_key = row_saw_no_key(row_sum);
     const float inverse = 1.0f / row_sum;
     std::uint16_t* o_row = tile.o_head + (tile.first_row + row) * problem.o_strides.seq;
+    if (problem.return_lse) {
+      const std::int64_t lse_row =
+          problem.varlen_q
+              ? packed_sequence_start(call.tensors.cu_seqlens_q, tile.batch, call.plant) +
+                    tile.first_row + row
+              : tile.batch * problem.lse_strides.batch + tile.first_row + row;
+      call.tensors.lse[lse_row + tile.head * problem.lse_strides.head] =
+          stored_log_sum_exp(work.row_max[row], row_sum, call.plant);
+    }
     for (std::int64_t d = 0; d < dim; ++d) {
       const float value =
           output_value(work.accumulator[row * dim + d] * inverse, saw_no_key, call.plant);
@@ -267,6 +358,7 @@ ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryT
 // clone computes bit-identical results.
 ATTNFUZZ_KERNEL_CLONES
 void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace& work) {
+  if (tile.rows <= 0) return;  // past its sequence's end
   load_query_tile(call, tile, work);
   const auto key_tile_at = [&](std::int64_t index) {
     KeyTile key_tile{};
@@ -278,7 +370,7 @@ void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace&
   if (makes_extra_score_pass(call.plant)) {
     // Scores computed and thrown away; the volatile store keeps the compiler from dropping them.
     float discarded = 0.0f;
-    for (std::int64_t index = 0; index < tile.key_tiles; ++index) {
+    for (std::int64_t index = tile.first_key_tile; index < tile.key_tiles; ++index) {
       load_key_value_tile(call, tile, key_tile_at(index), work);
       for (int row = 0; row < tile.rows; ++row) {
         compute_raw_scores(call, row, work);
@@ -287,7 +379,7 @@ void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace&
     }
     [[maybe_unused]] volatile float sink = discarded;
   }
-  for (std::int64_t index = 0; index < tile.key_tiles; ++index) {
+  for (std::int64_t index = tile.first_key_tile; index < tile.key_tiles; ++index) {
     const KeyTile key_tile = key_tile_at(index);
     load_key_value_tile(call, tile, key_tile, work);
     for (int row = 0; row < tile.rows; ++row) add_key_tile_to_row(call, tile, key_tile, row, work);
@@ -315,7 +407,7 @@ class CpuFlashKernel final : public AttentionKernel {
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug plant) const override {
     static std::atomic<std::uint64_t> calls{0};
-    const bool flaky = flips_last_element(calls.fetch_add(1), plant);
+    const bool flaky = flips_last_element(calls.fetch_add(1), plant) && problem.query_rows() > 0;
     const FlashCall call{problem,
                          tensors,
                          plant,

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/cuda_check.h"
+#include "core/problem_features.h"
 #include "kernels/cuda_launch_limits.h"
 #include "kernels/kernel_registry.h"
 
@@ -28,7 +29,7 @@ constexpr std::int64_t kMaxHeadDim = 512;
 constexpr std::int64_t kMaxSeqLenK = 16384;
 
 struct NaiveParams {
-  AttentionProblem problem;  // shapes, strides, causal (its host helpers are not called here)
+  ProblemShape problem;      // shapes, strides, causal
   AttentionTensors tensors;  // device pointers to element [0, 0, 0, 0] of each tensor
   std::int64_t group_size;   // heads / kv_heads
   float softmax_scale;       // the problem's scale, rounded to fp32 once
@@ -71,7 +72,7 @@ __device__ float block_reduce(float value, float* scratch, Combine combine) {
 // grid (seq_len_q, heads, batch), kThreads threads, seq_len_k floats of shared memory.
 template <typename Element>
 __global__ void __launch_bounds__(kThreads) naive_forward(const NaiveParams params) {
-  const AttentionProblem& problem = params.problem;
+  const ProblemShape& problem = params.problem;
   using Io = NaiveElement<Element>;
   extern __shared__ float probabilities[];  // [seq_len_k]: scores, then exp(score - max)
   __shared__ float scratch[kThreads / 32];
@@ -155,6 +156,10 @@ class CudaNaiveKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return {}; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
+    // The variants are not in this kernel yet: their cases are skipped, naming the feature.
+    if (auto reason = unsupported_feature_reason(name(), problem, 0)) {
+      return SupportVerdict::no(*reason);
+    }
     if (problem.head_dim > kMaxHeadDim) {
       return SupportVerdict::no("cuda_naive supports head_dim up to " +
                                 std::to_string(kMaxHeadDim));

@@ -131,6 +131,85 @@ ATTNFUZZ_HOST_DEVICE inline bool key_is_visible(int col, int keys_in_tile, std::
   return col < keys_in_tile && first_key + col <= last_visible_key;
 }
 
+// ---- the variants: packed batches, pages, windows, soft-capping, ALiBi ----
+
+// The row where sequence b starts in a packed Q and O: cu_seqlens_q[b].
+// varlen_offset_wrong_end takes cu_seqlens_q[b + 1], where the sequence ends.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t packed_sequence_start(const std::int32_t* cu_seqlens,
+                                                               std::int64_t b, PlantedBug plant) {
+  return cu_seqlens[plant == PlantedBug::varlen_offset_wrong_end ? b + 1 : b];
+}
+
+// The pool page that holds logical page `page` of sequence b: block_table[b][page].
+// block_table_logical_page takes the logical page number itself.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t pool_page(const std::int32_t* block_table, std::int64_t b,
+                                                   std::int64_t page,
+                                                   std::int64_t pages_per_sequence,
+                                                   PlantedBug plant) {
+  const std::int64_t logical = b * pages_per_sequence + page;
+  return plant == PlantedBug::block_table_logical_page ? logical : block_table[logical];
+}
+
+// The keys query row `query_row` sees: up to its causal diagonal (offset from
+// causal_diagonal_offset) and the window's right edge, from the window's left edge on, before
+// key_end. window_edge_off_by_one sees one key more on the left.
+ATTNFUZZ_HOST_DEVICE inline KeyRange visible_key_range_of_row(
+    std::int64_t query_row, std::int64_t diagonal_offset, bool causal, std::int64_t window_left,
+    std::int64_t window_right, std::int64_t key_end, PlantedBug plant) {
+  const std::int64_t diagonal = query_row + diagonal_offset;
+  KeyRange range{0, key_end};
+  if (causal && diagonal + 1 < range.end) range.end = diagonal + 1;
+  if (window_right >= 0 && diagonal + window_right + 1 < range.end) {
+    range.end = diagonal + window_right + 1;
+  }
+  if (window_left >= 0) {
+    const std::int64_t slack = plant == PlantedBug::window_edge_off_by_one ? 1 : 0;
+    if (diagonal - window_left - slack > range.first) range.first = diagonal - window_left - slack;
+  }
+  return range;
+}
+
+// The keys a query tile of `rows` rows from `first_row` reads: from its first row's left window
+// edge to its last row's right edge (or causal diagonal), within [0, seq_len_k]. Each row's range
+// moves right as rows go down, so these two rows bound the union.
+ATTNFUZZ_HOST_DEVICE inline KeyRange keys_of_query_tile(std::int64_t first_row, int rows,
+                                                        std::int64_t diagonal_offset, bool causal,
+                                                        std::int64_t window_left,
+                                                        std::int64_t window_right,
+                                                        std::int64_t seq_len_k, PlantedBug plant) {
+  const KeyRange top = visible_key_range_of_row(first_row, diagonal_offset, causal, window_left,
+                                                window_right, seq_len_k, plant);
+  const KeyRange bottom = visible_key_range_of_row(first_row + rows - 1, diagonal_offset, causal,
+                                                   window_left, window_right, seq_len_k, plant);
+  KeyRange keys{top.first < 0 ? 0 : top.first, bottom.end > seq_len_k ? seq_len_k : bottom.end};
+  if (keys.first > seq_len_k) keys.first = seq_len_k;
+  if (keys.end < keys.first) keys.end = keys.first;
+  return keys;
+}
+
+// Whether the score is soft-capped before the softmax scale is applied (softcap_before_scale)
+// rather than after it.
+ATTNFUZZ_HOST_DEVICE inline bool softcaps_before_scale(PlantedBug plant) {
+  return plant == PlantedBug::softcap_before_scale;
+}
+
+// What ALiBi measures a key's distance from: the row's diagonal i + seq_len_k - seq_len_q.
+// alibi_top_left measures it from i.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t alibi_diagonal_offset(std::int64_t seq_len_q,
+                                                               std::int64_t seq_len_k,
+                                                               PlantedBug plant) {
+  return plant == PlantedBug::alibi_top_left ? 0 : seq_len_k - seq_len_q;
+}
+
+// The log-sum-exp a row stores from its running maximum and row sum (both of the scaled scores):
+// max + log(sum), natural log; -inf for a row that saw no key. lse_log2 stores it in base 2.
+ATTNFUZZ_HOST_DEVICE inline float stored_log_sum_exp(float row_max, float row_sum,
+                                                     PlantedBug plant) {
+  if (!(row_sum > 0.0f)) return -INFINITY;
+  const float natural = row_max + logf(row_sum);
+  return plant == PlantedBug::lse_log2 ? natural * 1.44269504f : natural;
+}
+
 // ---- the online softmax ----
 
 // The scale applied to Q K^T: the problem's, rounded to fp32 by the caller.
@@ -208,10 +287,13 @@ ATTNFUZZ_HOST_DEVICE inline bool flips_last_element(std::uint64_t call, PlantedB
 }
 
 // Where that element lies: [batch - 1, seq_len_q - 1, heads - 1, head_dim - 1] of the output.
-ATTNFUZZ_HOST_DEVICE inline std::int64_t last_output_element(const AttentionProblem& problem) {
+// Packed (varlen): the last row of the packed output; the caller checks that there is one.
+ATTNFUZZ_HOST_DEVICE inline std::int64_t last_output_element(const ProblemShape& problem) {
   const TensorStrides& strides = problem.o_strides;
-  return (problem.batch - 1) * strides.batch + (problem.seq_len_q - 1) * strides.seq +
-         (problem.heads - 1) * strides.head + problem.head_dim - 1;
+  const std::int64_t last_row = problem.varlen_q ? (problem.total_q - 1) * strides.seq
+                                                 : (problem.batch - 1) * strides.batch +
+                                                       (problem.seq_len_q - 1) * strides.seq;
+  return last_row + (problem.heads - 1) * strides.head + problem.head_dim - 1;
 }
 
 // The output element from accumulator x (1 / row sum): 0 for a row that saw no key.

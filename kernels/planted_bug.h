@@ -53,7 +53,21 @@ namespace attnfuzz {
   X(output_truncation, "converts the output to the dtype by truncation (toward zero)",             \
     "__float2half_rz (or a bit shift for bf16) where round to nearest even was meant")             \
   X(flaky_last_ulp, "on every second call, writes the output's last element one ulp off",          \
-    "a race or an atomic reduction whose order varies: the same inputs give other bits")
+    "a race or an atomic reduction whose order varies: the same inputs give other bits")           \
+  X(varlen_offset_wrong_end,                                                                       \
+    "reads and writes sequence b's query and output rows from cu_seqlens_q[b + 1], not [b]",       \
+    "the packed batch's offset taken from the wrong end of cu_seqlens")                            \
+  X(block_table_logical_page, "reads K/V page b * pages_per_sequence + p, not block_table[b][p]",  \
+    "the paged cache indexed by the logical page, the block table never consulted")                \
+  X(window_edge_off_by_one, "lets query i see one key past the left edge of the sliding window",   \
+    "'>' written for '>=' in the window's left-edge test")                                         \
+  X(softcap_before_scale, "soft-caps the raw score Q.K, then applies the softmax scale",           \
+    "softcap * tanh(s / softcap) taken before the multiplication by softmax_scale")                \
+  X(alibi_top_left, "measures ALiBi's distance as |i - j|, not |i + seq_len_k - seq_len_q - j|",   \
+    "the bias written for seq_len_q == seq_len_k, missing the bottom-right alignment")             \
+  X(lse_log2, "stores the log-sum-exp in base 2",                                                  \
+    "the exp2-domain value FlashAttention computes "                                               \
+    "in (log2(sum) + max * scale * log2(e)) stored without the final multiplication by ln 2")
 
 // Races: whether they change a single output value depends on how the warps happen to be
 // scheduled (on an H100 the missing barrier below changed none in the edge matrix), so

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/problem_features.h"
 #include "kernels/kernel_registry.h"
 
 #if ATTNFUZZ_HAVE_CUDA
@@ -37,6 +38,35 @@ attnfuzz_problem abi_problem_of(const AttentionProblem& problem) {
   return abi;
 }
 
+attnfuzz_problem_v2 abi_problem_v2_of(const AttentionProblem& problem) {
+  attnfuzz_problem_v2 abi{};
+  abi.base = abi_problem_of(problem);
+  abi.window_left = problem.window_left;
+  abi.window_right = problem.window_right;
+  abi.softcap = problem.softcap;
+  abi.alibi = problem.alibi ? 1 : 0;
+  abi.return_lse = problem.return_lse ? 1 : 0;
+  abi.varlen_q = problem.varlen_q ? 1 : 0;
+  abi.varlen_k = problem.varlen_k ? 1 : 0;
+  abi.total_q = problem.total_q;
+  abi.total_k = problem.total_k;
+  abi.page_size = problem.page_size;
+  abi.pages = problem.pages;
+  abi.pages_per_sequence = problem.pages_per_sequence;
+  abi.lse_strides = {problem.lse_strides.batch, problem.lse_strides.seq, problem.lse_strides.head};
+  return abi;
+}
+
+// The ABI's feature bits are the harness's own (core/problem_features.h).
+static_assert(ATTNFUZZ_FEATURE_VARLEN == static_cast<std::uint32_t>(ProblemFeature::varlen));
+static_assert(ATTNFUZZ_FEATURE_PAGED_KV == static_cast<std::uint32_t>(ProblemFeature::paged_kv));
+static_assert(ATTNFUZZ_FEATURE_SLIDING_WINDOW ==
+              static_cast<std::uint32_t>(ProblemFeature::sliding_window));
+static_assert(ATTNFUZZ_FEATURE_SOFTCAP == static_cast<std::uint32_t>(ProblemFeature::softcap));
+static_assert(ATTNFUZZ_FEATURE_ALIBI == static_cast<std::uint32_t>(ProblemFeature::alibi));
+static_assert(ATTNFUZZ_FEATURE_RETURN_LSE ==
+              static_cast<std::uint32_t>(ProblemFeature::return_lse));
+
 namespace {
 
 // A message buffer the plugin writes into; whatever it leaves there is cut at its end.
@@ -51,6 +81,10 @@ struct PluginSymbols {
   decltype(&attnfuzz_plugin_site) site;
   decltype(&attnfuzz_plugin_supports) supports;
   decltype(&attnfuzz_plugin_forward) forward;
+  // Version 2's, or null when the plugin does not export them.
+  decltype(&attnfuzz_plugin_features) features;
+  decltype(&attnfuzz_plugin_supports_v2) supports_v2;
+  decltype(&attnfuzz_plugin_forward_v2) forward_v2;
 };
 
 class PluginKernel final : public AttentionKernel {
@@ -74,21 +108,42 @@ class PluginKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return {}; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
-    const attnfuzz_problem abi = abi_problem_of(problem);
-    MessageBuffer reason;
-    if (symbols_.supports(&abi, reason.text.data(), reason.text.size()) != 0) {
-      return SupportVerdict::yes();
+    const std::uint32_t features = symbols_.features != nullptr ? symbols_.features() : 0;
+    if (auto reason = unsupported_feature_reason(name_ + " (plugin)", problem, features)) {
+      return SupportVerdict::no(*reason + (symbols_.features != nullptr
+                                               ? ""
+                                               : ": it exports no attnfuzz_plugin_features() "
+                                                 "(plugin ABI version 2)"));
     }
+    MessageBuffer reason;
+    int supported = 0;
+    if (symbols_.supports_v2 != nullptr) {
+      const attnfuzz_problem_v2 abi = abi_problem_v2_of(problem);
+      supported = symbols_.supports_v2(&abi, reason.text.data(), reason.text.size());
+    } else {
+      const attnfuzz_problem abi = abi_problem_of(problem);
+      supported = symbols_.supports(&abi, reason.text.data(), reason.text.size());
+    }
+    if (supported != 0) return SupportVerdict::yes();
     const std::string text = reason.str();
     return SupportVerdict::no(name_ + " (plugin): " + (text.empty() ? "not supported" : text));
   }
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug /*plant: none carried*/) const override {
-    const attnfuzz_problem abi = abi_problem_of(problem);
     const attnfuzz_tensors abi_tensors{tensors.q, tensors.k, tensors.v, tensors.o, nullptr};
     MessageBuffer error;
-    const int status = symbols_.forward(&abi, &abi_tensors, error.text.data(), error.text.size());
+    int status = ATTNFUZZ_STATUS_ERROR;
+    if (symbols_.forward_v2 != nullptr) {
+      const attnfuzz_problem_v2 abi = abi_problem_v2_of(problem);
+      const attnfuzz_tensors_v2 abi_tensors_v2{abi_tensors,          tensors.cu_seqlens_q,
+                                               tensors.cu_seqlens_k, tensors.block_table,
+                                               tensors.alibi_slopes, tensors.lse};
+      status = symbols_.forward_v2(&abi, &abi_tensors_v2, error.text.data(), error.text.size());
+    } else {
+      const attnfuzz_problem abi = abi_problem_of(problem);
+      status = symbols_.forward(&abi, &abi_tensors, error.text.data(), error.text.size());
+    }
     if (status != ATTNFUZZ_STATUS_OK) {
       const std::string text = error.str();
       throw std::runtime_error("plugin returned status " + std::to_string(status) + ": " +
@@ -114,6 +169,13 @@ bool valid_name(const std::string& name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
   }
   return true;
+}
+
+// A symbol the plugin may leave out: null when it does.
+template <typename Function>
+Function find_optional_symbol(void* handle, const char* symbol) {
+  dlerror();
+  return reinterpret_cast<Function>(dlsym(handle, symbol));
 }
 
 template <typename Function>
@@ -149,16 +211,31 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path) {
   symbols.supports =
       find_symbol<decltype(symbols.supports)>(handle, "attnfuzz_plugin_supports", path);
   symbols.forward = find_symbol<decltype(symbols.forward)>(handle, "attnfuzz_plugin_forward", path);
+  symbols.features =
+      find_optional_symbol<decltype(symbols.features)>(handle, "attnfuzz_plugin_features");
+  symbols.supports_v2 =
+      find_optional_symbol<decltype(symbols.supports_v2)>(handle, "attnfuzz_plugin_supports_v2");
+  symbols.forward_v2 =
+      find_optional_symbol<decltype(symbols.forward_v2)>(handle, "attnfuzz_plugin_forward_v2");
 
   const auto fail = [&](const std::string& problem) {
     dlclose(handle);
     throw std::runtime_error("plugin " + path.string() + ": " + problem);
   };
-  if (const int version = symbols.abi_version(); version != ATTNFUZZ_PLUGIN_ABI_VERSION) {
+  if (const int version = symbols.abi_version();
+      version < ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION || version > ATTNFUZZ_PLUGIN_ABI_VERSION) {
     fail("built for plugin ABI version " + std::to_string(version) + ", this harness speaks " +
+         std::to_string(ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION) + " to " +
          std::to_string(ATTNFUZZ_PLUGIN_ABI_VERSION) +
          ": rebuild it against this harness's "
          "attnfuzz_plugin.h");
+  }
+  const int v2_symbols = (symbols.features != nullptr) + (symbols.supports_v2 != nullptr) +
+                         (symbols.forward_v2 != nullptr);
+  if (v2_symbols != 0 && v2_symbols != 3) {
+    fail(
+        "exports only some of version 2's attnfuzz_plugin_features, attnfuzz_plugin_supports_v2 "
+        "and attnfuzz_plugin_forward_v2: all three or none");
   }
   const char* reported = symbols.name();
   const std::string name = reported == nullptr ? "" : reported;

@@ -18,7 +18,9 @@ namespace attnfuzz {
 // invalid name, or a name the registry already has.
 const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path);
 
-// The ABI's problem from ours: the same fields and strides, spelled for C.
+// The ABI's problem from ours: the same fields and strides, spelled for C (version 1: the dense
+// fields; version 2: the variants too).
 attnfuzz_problem abi_problem_of(const AttentionProblem& problem);
+attnfuzz_problem_v2 abi_problem_v2_of(const AttentionProblem& problem);
 
 }  // namespace attnfuzz

@@ -568,6 +568,9 @@ class MatrixParser {
            "heads " + std::to_string(c.heads) + " is not a multiple of kv_heads " +
                std::to_string(c.kv_heads));
     }
+    if (const std::optional<CaseInconsistency> inconsistency = find_inconsistency(c)) {
+      fail(file, where(origin(inconsistency->field)), inconsistency->message);
+    }
 
     // Element counts. A product that overflows is blamed on its largest factor, the one out of
     // proportion (the factor at which the running product overflows may be an innocent 4), and the

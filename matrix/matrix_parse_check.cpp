@@ -133,6 +133,7 @@ std::optional<std::string> problem_with_case(const AttentionCase& c) {
     return "heads " + std::to_string(c.heads) + " not a multiple of kv_heads " +
            std::to_string(c.kv_heads);
   }
+  if (const auto inconsistency = find_inconsistency(c)) return inconsistency->message;
   std::int64_t row = 0;
   if (__builtin_add_overflow(c.head_dim, c.row_padding, &row) ||
       !product_fits_int64({c.batch, c.seq_len_q, c.heads, row}) ||

@@ -10,9 +10,9 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
@@ -49,10 +49,10 @@ void accumulate_as_declared(const float* probabilities, const float* value, std:
 std::vector<float> plain_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
                                    int threads, const DeclaredNumerics& numerics) {
   const std::int64_t dim = problem.head_dim;
-  const std::int64_t seq_q = problem.seq_len_q;
-  const std::int64_t seq_k = problem.seq_len_k;
   const Dtype dtype = problem.dtype;
-  std::vector<float> output(static_cast<std::size_t>(problem.batch * problem.heads * seq_q * dim));
+  // Rows past a sequence's end (varlen) stay 0, as the reference's do.
+  std::vector<float> output(
+      static_cast<std::size_t>(problem.batch * problem.heads * problem.seq_len_q * dim), 0.0f);
   const std::span<const float> widen = widening_table(dtype);
   const float scale = static_cast<float>(problem.softmax_scale);
   use_single_threaded_blas();
@@ -63,6 +63,11 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
         const std::int64_t head = item % problem.heads;
         const std::int64_t batch = item / problem.heads;
         const std::int64_t kv_head = head / problem.group_size();
+        const std::int64_t seq_q = problem.seq_len_q_of(batch);
+        const std::int64_t seq_k = problem.seq_len_k_of(batch);
+        if (seq_q == 0) return;
+        float* out = &output[static_cast<std::size_t>(item * problem.seq_len_q * dim)];
+        if (seq_k == 0) return;  // every row sees no key: 0
         std::vector<float> query(static_cast<std::size_t>(seq_q * dim));
         std::vector<float> key(static_cast<std::size_t>(seq_k * dim));
         std::vector<float> value(static_cast<std::size_t>(seq_k * dim));
@@ -80,22 +85,37 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
                     static_cast<int>(seq_k), static_cast<int>(dim), 1.0f, query.data(),
                     static_cast<int>(dim), key.data(), static_cast<int>(dim), 0.0f, scores.data(),
                     static_cast<int>(seq_k));
+        const float softcap = static_cast<float>(problem.softcap);
         for (std::int64_t i = 0; i < seq_q; ++i) {
           float* row = &scores[i * seq_k];
-          const std::int64_t visible = problem.last_visible_key(i) + 1;
-          round_to_dtype_in_place(row, visible, dtype);
+          const KeyRange visible = problem.visible_keys_of(batch, i);
+          const std::int64_t first = std::clamp<std::int64_t>(visible.first, 0, seq_k);
+          const std::int64_t end = std::clamp<std::int64_t>(visible.end, first, seq_k);
+          // Each step in the dtype, as a framework's unfused ops: the scores, their soft cap,
+          // the ALiBi bias added.
+          round_to_dtype_in_place(row + first, end - first, dtype);
+          for (std::int64_t j = first; j < end; ++j) {
+            if (problem.softcap > 0.0) {
+              row[j] = round_to_dtype(softcap * round_to_dtype(std::tanh(row[j] / softcap), dtype),
+                                      dtype);
+            }
+            if (problem.alibi) {
+              row[j] = round_to_dtype(
+                  row[j] + static_cast<float>(problem.score_bias(batch, head, i, j)), dtype);
+            }
+          }
           float row_max = -std::numeric_limits<float>::infinity();
-          for (std::int64_t j = 0; j < visible; ++j) row_max = std::max(row_max, row[j]);
+          for (std::int64_t j = first; j < end; ++j) row_max = std::max(row_max, row[j]);
           float row_sum = 0.0f;
-          for (std::int64_t j = 0; j < visible; ++j) {
+          for (std::int64_t j = first; j < end; ++j) {
             row[j] = std::exp(row[j] - row_max);
             row_sum += row[j];
           }
-          for (std::int64_t j = 0; j < visible; ++j) row[j] /= row_sum;
-          round_to_dtype_in_place(row, visible, dtype);
-          std::fill(row + std::max<std::int64_t>(visible, 0), row + seq_k, 0.0f);
+          for (std::int64_t j = first; j < end; ++j) row[j] /= row_sum;
+          round_to_dtype_in_place(row + first, end - first, dtype);
+          std::fill(row, row + first, 0.0f);
+          std::fill(row + end, row + seq_k, 0.0f);
         }
-        float* out = &output[static_cast<std::size_t>(item * seq_q * dim)];
         if (const std::optional<Dtype> accumulator = numerics.accumulator_for(dtype)) {
           accumulate_as_declared(scores.data(), value.data(), seq_q, seq_k, dim, numerics,
                                  *accumulator, out);

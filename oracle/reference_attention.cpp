@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
@@ -109,8 +110,9 @@ double magnitude_inflation(std::int64_t seq_len_k) {
 struct RowBlock {
   std::int64_t batch, head, kv_head, block;
   std::int64_t first_row, rows;
+  std::int64_t live_rows;       // rows before the sequence's end (varlen: fewer than rows)
   std::int64_t row_index_base;  // the first row's index in [batch][heads][seq_len_q]
-  std::int64_t keys;            // keys the last (most seeing) row may see; 0: every row masked
+  std::int64_t keys;            // keys before the last (most seeing) row's end; 0: none seen
 };
 
 // Items run block fastest, then head, then batch: consecutive items share their K and V.
@@ -125,8 +127,19 @@ RowBlock locate_block(const AttentionProblem& problem, std::int64_t item, std::i
   where.rows = std::min(block_rows, problem.seq_len_q - where.first_row);
   where.row_index_base =
       (where.batch * problem.heads + where.head) * problem.seq_len_q + where.first_row;
-  where.keys =
-      std::max<std::int64_t>(0, problem.last_visible_key(where.first_row + where.rows - 1) + 1);
+  where.live_rows =
+      std::clamp<std::int64_t>(problem.seq_len_q_of(where.batch) - where.first_row, 0, where.rows);
+  where.keys = 0;
+  if (where.live_rows > 0) {
+    // A row's last visible key never moves back as rows go down (causal and window alike).
+    const KeyRange last =
+        problem.visible_keys_of(where.batch, where.first_row + where.live_rows - 1);
+    where.keys = last.empty() ? 0 : last.end;
+    for (std::int64_t row = 0; row < where.live_rows && where.keys == 0; ++row) {
+      const KeyRange range = problem.visible_keys_of(where.batch, where.first_row + row);
+      if (!range.empty()) where.keys = std::max(where.keys, range.end);
+    }
+  }
   return where;
 }
 
@@ -138,6 +151,8 @@ void size_reference(const AttentionProblem& problem, ReferenceAttention& referen
   resize_for_overwrite(reference.magnitude, static_cast<std::size_t>(rows_total * dim));
   resize_for_overwrite(reference.inverse_row_sum, static_cast<std::size_t>(rows_total));
   resize_for_overwrite(reference.score_scale, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.bias_scale, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.log_sum_exp, static_cast<std::size_t>(rows_total));
   resize_for_overwrite(reference.value_abs_sum,
                        static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
 }
@@ -145,9 +160,19 @@ void size_reference(const AttentionProblem& problem, ReferenceAttention& referen
 void widen_keys_and_values(const AttentionProblem& problem, const AttentionTensors& tensors,
                            const RowBlock& where, Workspace& work) {
   const std::int64_t dim = problem.head_dim;
-  const std::int64_t seq_k = problem.seq_len_k;
+  const std::int64_t seq_k = problem.seq_len_k_of(where.batch);
   resize_for_overwrite(work.key, static_cast<std::size_t>(seq_k * dim));
   resize_for_overwrite(work.value, static_cast<std::size_t>(seq_k * dim));
+  if (seq_k == 0) return;
+  if (problem.paged()) {  // rows are contiguous only within a page: one row at a time
+    for (std::int64_t j = 0; j < seq_k; ++j) {
+      widen_to_double(key_row(problem, tensors, where.batch, j, where.kv_head), dim, problem.dtype,
+                      work.key.data() + j * dim);
+      widen_to_double(value_row(problem, tensors, where.batch, j, where.kv_head), dim,
+                      problem.dtype, work.value.data() + j * dim);
+    }
+    return;
+  }
   widen_rows(key_row(problem, tensors, where.batch, 0, where.kv_head), problem.k_strides.seq, seq_k,
              dim, problem.dtype, work.key.data(), dim);
   widen_rows(value_row(problem, tensors, where.batch, 0, where.kv_head), problem.v_strides.seq,
@@ -178,7 +203,7 @@ void refresh_keys_and_values(const AttentionProblem& problem, const AttentionTen
     return;
   }
   widen_keys_and_values(problem, tensors, where, work);
-  summarize_keys_and_values(problem.seq_len_k, problem.head_dim, work);
+  summarize_keys_and_values(problem.seq_len_k_of(where.batch), problem.head_dim, work);
   work.cached_batch = where.batch;
   work.cached_kv_head = where.kv_head;
   work.cached_call = call;
@@ -196,33 +221,46 @@ void publish_value_abs_sum(const AttentionProblem& problem, const RowBlock& wher
 void widen_query_block(const AttentionProblem& problem, const AttentionTensors& tensors,
                        const RowBlock& where, Workspace& work) {
   const std::int64_t dim = problem.head_dim;
-  resize_for_overwrite(work.query, static_cast<std::size_t>(where.rows * dim));
+  resize_for_overwrite(work.query, static_cast<std::size_t>(where.live_rows * dim));
+  if (where.live_rows == 0) return;
   widen_rows(query_row(problem, tensors, where.batch, where.first_row, where.head),
-             problem.q_strides.seq, where.rows, dim, problem.dtype, work.query.data(), dim);
+             problem.q_strides.seq, where.live_rows, dim, problem.dtype, work.query.data(), dim);
 }
 
-// scale * |Q_i| * max_j |K_j| bounds every score of row i.
+// scale * |Q_i| * max_j |K_j| bounds every score of row i before soft-capping and ALiBi; the
+// largest |ALiBi bias| the row sees bounds what ALiBi adds.
 void store_score_scales(const AttentionProblem& problem, const RowBlock& where,
                         const Workspace& work, ReferenceAttention& reference) {
   const std::int64_t dim = problem.head_dim;
-  for (std::int64_t row = 0; row < where.rows; ++row) {
+  for (std::int64_t row = 0; row < where.live_rows; ++row) {
     reference.score_scale[where.row_index_base + row] =
         problem.softmax_scale * euclidean_norm(&work.query[row * dim], dim) * work.max_key_norm;
+    reference.bias_scale[where.row_index_base + row] =
+        problem.largest_bias(where.batch, where.head, where.first_row + row);
   }
 }
 
-// Every row masked: output 0, nothing to bound.
-void zero_masked_block(std::int64_t dim, const RowBlock& where, ReferenceAttention& reference) {
-  std::fill_n(reference.output.begin() + where.row_index_base * dim, where.rows * dim, 0.0);
-  std::fill_n(reference.magnitude.begin() + where.row_index_base * dim, where.rows * dim, 0.0);
-  std::fill_n(reference.inverse_row_sum.begin() + where.row_index_base, where.rows, 0.0);
+// Rows from `from` on of the block: masked or past the sequence's end. Output 0, nothing to
+// bound, the log-sum-exp of no key (-inf).
+void zero_rows(std::int64_t dim, const RowBlock& where, std::int64_t from,
+               ReferenceAttention& reference) {
+  const std::int64_t base = where.row_index_base + from;
+  const std::int64_t rows = where.rows - from;
+  std::fill_n(reference.output.begin() + base * dim, rows * dim, 0.0);
+  std::fill_n(reference.magnitude.begin() + base * dim, rows * dim, 0.0);
+  std::fill_n(reference.inverse_row_sum.begin() + base, rows, 0.0);
+  std::fill_n(reference.log_sum_exp.begin() + base, rows, -std::numeric_limits<double>::infinity());
+  if (from >= where.live_rows) {
+    std::fill_n(reference.score_scale.begin() + base, rows, 0.0);
+    std::fill_n(reference.bias_scale.begin() + base, rows, 0.0);
+  }
 }
 
 // S = scale * Q K^T over the keys the block sees.
 void scores_for_block(const AttentionProblem& problem, const RowBlock& where, Workspace& work) {
   const std::int64_t dim = problem.head_dim;
-  resize_for_overwrite(work.scores, static_cast<std::size_t>(where.rows * where.keys));
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(where.rows),
+  resize_for_overwrite(work.scores, static_cast<std::size_t>(where.live_rows * where.keys));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(where.live_rows),
               static_cast<int>(where.keys), static_cast<int>(dim), problem.softmax_scale,
               work.query.data(), static_cast<int>(dim), work.key.data(), static_cast<int>(dim), 0.0,
               work.scores.data(), static_cast<int>(where.keys));
@@ -234,28 +272,48 @@ void scores_for_block(const AttentionProblem& problem, const RowBlock& where, Wo
 void softmax_rows(const AttentionProblem& problem, const RowBlock& where, Workspace& work,
                   ReferenceAttention& reference) {
   const std::int64_t keys = where.keys;
-  resize_for_overwrite(work.probabilities, static_cast<std::size_t>(where.rows * keys));
-  for (std::int64_t row = 0; row < where.rows; ++row) {
-    const std::int64_t visible = problem.last_visible_key(where.first_row + row) + 1;
+  resize_for_overwrite(work.probabilities, static_cast<std::size_t>(where.live_rows * keys));
+  for (std::int64_t row = 0; row < where.live_rows; ++row) {
+    const std::int64_t query = where.first_row + row;
+    KeyRange visible = problem.visible_keys_of(where.batch, query);
+    visible.first = std::clamp<std::int64_t>(visible.first, 0, keys);
+    visible.end = std::clamp<std::int64_t>(visible.end, visible.first, keys);
     double* scores = &work.scores[row * keys];
     float* probabilities = &work.probabilities[row * keys];
     double inverse = 0.0;  // fully masked row: output 0, nothing to bound
-    if (visible > 0) {
-      const double row_max = row_maximum(scores, visible);
-      inverse = 1.0 / exponentiate_and_sum(scores, visible, row_max);
-      scale_to_float(scores, visible, inverse, probabilities);
+    double log_sum_exp = -std::numeric_limits<double>::infinity();
+    const std::int64_t count = visible.end - visible.first;
+    if (count > 0) {
+      double* seen = scores + visible.first;
+      if (problem.softcap > 0.0) {
+        for (std::int64_t j = 0; j < count; ++j) {
+          seen[j] = problem.softcap * std::tanh(seen[j] / problem.softcap);
+        }
+      }
+      if (problem.alibi) {
+        for (std::int64_t j = 0; j < count; ++j) {
+          seen[j] += problem.score_bias(where.batch, where.head, query, visible.first + j);
+        }
+      }
+      const double row_max = row_maximum(seen, count);
+      const double sum = exponentiate_and_sum(seen, count, row_max);
+      inverse = 1.0 / sum;
+      log_sum_exp = row_max + std::log(sum);
+      scale_to_float(seen, count, inverse, probabilities + visible.first);
     }
-    const std::int64_t seen = std::max<std::int64_t>(visible, 0);
-    std::fill(scores + seen, scores + keys, 0.0);
-    std::fill(probabilities + seen, probabilities + keys, 0.0f);
+    std::fill(scores, scores + visible.first, 0.0);
+    std::fill(probabilities, probabilities + visible.first, 0.0f);
+    std::fill(scores + visible.end, scores + keys, 0.0);
+    std::fill(probabilities + visible.end, probabilities + keys, 0.0f);
     reference.inverse_row_sum[where.row_index_base + row] = inverse;
+    reference.log_sum_exp[where.row_index_base + row] = log_sum_exp;
   }
 }
 
 // Unnormalised O = exp(S - max) V.
 void accumulate_values(std::int64_t dim, const RowBlock& where, Workspace& work) {
-  resize_for_overwrite(work.result, static_cast<std::size_t>(where.rows * dim));
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(where.rows),
+  resize_for_overwrite(work.result, static_cast<std::size_t>(where.live_rows * dim));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(where.live_rows),
               static_cast<int>(dim), static_cast<int>(where.keys), 1.0, work.scores.data(),
               static_cast<int>(where.keys), work.value.data(), static_cast<int>(dim), 0.0,
               work.result.data(), static_cast<int>(dim));
@@ -263,7 +321,7 @@ void accumulate_values(std::int64_t dim, const RowBlock& where, Workspace& work)
 
 // A ~ P |V| in float, kMagnitudeChunkKeys keys per SGEMM, the chunks summed in double.
 void accumulate_magnitude(std::int64_t dim, const RowBlock& where, Workspace& work) {
-  const std::int64_t rows = where.rows;
+  const std::int64_t rows = where.live_rows;
   const std::int64_t keys = where.keys;
   resize_for_overwrite(work.magnitude_part, static_cast<std::size_t>(rows * dim));
   work.magnitude.assign(static_cast<std::size_t>(rows * dim), 0.0);
@@ -285,7 +343,7 @@ void normalize_and_bound_rows(std::int64_t dim, const RowBlock& where, double in
                               const Workspace& work, ReferenceAttention& reference) {
   const double* value_abs_sum = work.value_abs_sum.data();
   const double underflow = static_cast<double>(where.keys) * 0x1p-149;
-  for (std::int64_t row = 0; row < where.rows; ++row) {
+  for (std::int64_t row = 0; row < where.live_rows; ++row) {
     const std::int64_t row_index = where.row_index_base + row;
     const double inverse = reference.inverse_row_sum[row_index];
     const double* result = &work.result[row * dim];
@@ -316,9 +374,10 @@ void reference_for_block(const AttentionProblem& problem, const AttentionTensors
   widen_query_block(problem, tensors, where, work);
   store_score_scales(problem, where, work, reference);
   if (where.keys == 0) {
-    zero_masked_block(dim, where, reference);
+    zero_rows(dim, where, 0, reference);
     return;
   }
+  if (where.live_rows < where.rows) zero_rows(dim, where, where.live_rows, reference);
   scores_for_block(problem, where, work);
   softmax_rows(problem, where, work, reference);
   accumulate_values(dim, where, work);

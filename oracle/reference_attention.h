@@ -21,6 +21,9 @@ struct ReferenceAttention {
   // Compact [batch][heads][seq_len_q]:
   LargeBuffer<double> inverse_row_sum;  // 1 / sum_j exp(s_ij - max_j s_ij); 0 for masked rows
   LargeBuffer<double> score_scale;      // scale * |Q_i|_2 * max_j |K_j|_2, bounds |s_ij|
+  LargeBuffer<double> bias_scale;       // the largest |ALiBi bias| row i sees; 0 without ALiBi
+  LargeBuffer<double> log_sum_exp;      // log sum_j exp(s_ij), natural log; -inf: no key seen
+  // Rows past a sequence's end (varlen) hold 0 output and are never compared.
   // Compact [batch][kv_heads][head_dim]:
   LargeBuffer<double> value_abs_sum;  // sum_j |V_jd|
 };

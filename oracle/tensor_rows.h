@@ -17,20 +17,26 @@ inline Element* tensor_row(Element* tensor, const TensorStrides& strides, std::i
   return tensor + batch * strides.batch + seq * strides.seq + head * strides.head;
 }
 
+// Rows of sequence `batch`, through the problem's addressing: packed (varlen), paged or dense.
 inline const std::uint16_t* query_row(const AttentionProblem& problem,
                                       const AttentionTensors& tensors, std::int64_t batch,
                                       std::int64_t seq, std::int64_t head) {
-  return tensor_row(tensors.q, problem.q_strides, batch, seq, head);
+  return tensors.q + problem.q_row_offset(batch, seq) + head * problem.q_strides.head;
 }
 inline const std::uint16_t* key_row(const AttentionProblem& problem,
                                     const AttentionTensors& tensors, std::int64_t batch,
                                     std::int64_t seq, std::int64_t kv_head) {
-  return tensor_row(tensors.k, problem.k_strides, batch, seq, kv_head);
+  return tensors.k + problem.k_row_offset(batch, seq) + kv_head * problem.k_strides.head;
 }
 inline const std::uint16_t* value_row(const AttentionProblem& problem,
                                       const AttentionTensors& tensors, std::int64_t batch,
                                       std::int64_t seq, std::int64_t kv_head) {
-  return tensor_row(tensors.v, problem.v_strides, batch, seq, kv_head);
+  return tensors.v + problem.v_row_offset(batch, seq) + kv_head * problem.v_strides.head;
+}
+template <typename Element>
+inline Element* output_row(const AttentionProblem& problem, Element* output, std::int64_t batch,
+                           std::int64_t seq, std::int64_t head) {
+  return output + problem.o_row_offset(batch, seq) + head * problem.o_strides.head;
 }
 
 // out[d] = the value of pattern row[d] for d < dim, through a widening_table(): exact in float

@@ -38,6 +38,18 @@ double gamma(double n, double unit_roundoff) {
   return nu < 1.0 ? nu / (1.0 - nu) : std::numeric_limits<double>::infinity();
 }
 
+// A kernel may evaluate tanh approximately: PTX's tanh.approx.f32, which FlashAttention's
+// soft-capping uses, has a relative error of at most 2^-10.987. 2^-10 covers it and the two fp32
+// roundings of dividing by and multiplying with softcap.
+constexpr double kSoftcapRelativeError = 0x1p-10;
+// fp32 roundings ALiBi's bias takes part in: its product, its addition to the score, its division
+// by and multiplication with the softmax scale (FlashAttention folds it so), the subtraction of
+// the row maximum, and one to spare.
+constexpr double kAlibiRoundings = 6.0;
+// fp32 roundings of a log-sum-exp's final steps: logf (<= 2 ulp), the addition of the maximum,
+// the scale's product, and one to spare.
+constexpr double kLseRoundings = 5.0;
+
 struct ToleranceTerms {
   double unit_roundoff;          // u of the input/output dtype
   double half_subnormal;         // eta
@@ -45,6 +57,8 @@ struct ToleranceTerms {
   double accumulator_underflow;  // Sk eta_acc: roundings of the accumulator below its normal range
   double accumulation_spread;    // what accumulating allows, relative to A (term 5)
   double score_gamma;            // gamma(D + 2)
+  double softcap;                // the problem's (0: none)
+  bool alibi;
   double seq_len_k;
   const DeclaredNumerics* numerics;  // what the kernel declared (--accumulation), for messages
 
@@ -70,6 +84,8 @@ struct ToleranceTerms {
     magnitude_factor_base = 2.0 * unit_roundoff + accumulation_spread;
     accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
     score_gamma = gamma(static_cast<double>(problem.head_dim) + 2.0, kFloat32UnitRoundoff);
+    softcap = problem.softcap;
+    alibi = problem.alibi;
     seq_len_k = seq_k;
     this->numerics = &numerics;
   }
@@ -79,14 +95,39 @@ struct ToleranceTerms {
   // With fp32 accumulation that holds to a million keys; an fp16 accumulator reaches it near 120.
   bool accumulation_judgeable() const { return accumulation_spread <= kMaxProbabilitySpread; }
 
-  // exp(2 dS_i) - 1: how far, relatively, the bound lets each probability of the row move.
-  double probability_spread(double score_scale) const {
-    return std::expm1(2.0 * score_gamma * score_scale);
+  // dS_i: how far a kernel's fp32 score of row i may be from the exact one. The dot product and
+  // the scale: gamma(D + 2) times the scores' bound. Soft-capping: tanh's slope is at most 1, so
+  // that error passes through unamplified, and evaluating softcap * tanh(s / softcap) adds its own
+  // (kSoftcapRelativeError of |result| <= min(softcap, bound)). ALiBi: the bias's product, its
+  // addition and a rescaling by the softmax scale (as FlashAttention folds it), and the
+  // subtraction of the row maximum, each one fp32 rounding of at most the bias's plus the score's
+  // magnitude (kAlibiRoundings of them).
+  double score_error(double score_scale, double bias_scale) const {
+    double error = score_gamma * score_scale;
+    const double capped = softcap > 0.0 ? std::min(softcap, score_scale) : score_scale;
+    if (softcap > 0.0) error += kSoftcapRelativeError * capped;
+    if (alibi) error += kAlibiRoundings * kFloat32UnitRoundoff * (bias_scale + capped);
+    return error;
   }
 
-  double allowed(double expected, double magnitude, double inverse_row_sum, double score_scale,
+  // exp(2 dS_i) - 1: how far, relatively, the bound lets each probability of the row move.
+  double probability_spread(double score_error) const { return std::expm1(2.0 * score_error); }
+
+  // The bound on a row's log-sum-exp (docs/tolerance.md): each exponent off by dS_i moves the log
+  // of the sum by at most dS_i; the fp32 sum of Sk exponentials and its other roundings (the
+  // accumulation term, log(1 + x) <= x); and logf and the addition of the row maximum, a few
+  // roundings of |L|, of the maximum (at most the scores' bound) and of log(Sk).
+  double lse_allowed(double expected, double score_error, double score_scale,
+                     double bias_scale) const {
+    const double capped = softcap > 0.0 ? std::min(softcap, score_scale) : score_scale;
+    return score_error + accumulation_spread +
+           kLseRoundings * kFloat32UnitRoundoff *
+               (std::fabs(expected) + capped + bias_scale + std::log(seq_len_k + 1.0) + 1.0);
+  }
+
+  double allowed(double expected, double magnitude, double inverse_row_sum, double score_error,
                  double value_abs_sum) const {
-    const double spread = probability_spread(score_scale);
+    const double spread = probability_spread(score_error);
     const double before_rounding =
         (magnitude_factor_base + spread * (1.0 + magnitude_factor_base)) * magnitude +
         (half_subnormal * (value_abs_sum + seq_len_k * std::fabs(expected)) +
@@ -233,10 +274,12 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
       const std::int64_t kv_head = h / problem.group_size();
       const double* value_abs_sum =
           &reference.value_abs_sum[(b * problem.kv_heads + kv_head) * dim];
-      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
         const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
-        const std::uint16_t* out_row = tensor_row(output, problem.o_strides, b, i, h);
-        const double spread = terms.probability_spread(reference.score_scale[row_index]);
+        const std::uint16_t* out_row = output_row(problem, output, b, i, h);
+        const double score_error =
+            terms.score_error(reference.score_scale[row_index], reference.bias_scale[row_index]);
+        const double spread = terms.probability_spread(score_error);
         bool judgeable = spread <= kMaxProbabilitySpread && terms.accumulation_judgeable();
         bool oracle_overflowed = false;
         std::uint64_t fingerprint = static_cast<std::uint64_t>(kv_head);
@@ -245,9 +288,9 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
           const std::int64_t index = row_index * dim + d;
           const double expected = reference.output[index];
           const double actual = widen[out_row[d]];
-          const double allowed = terms.allowed(expected, reference.magnitude[index],
-                                               reference.inverse_row_sum[row_index],
-                                               reference.score_scale[row_index], value_abs_sum[d]);
+          const double allowed =
+              terms.allowed(expected, reference.magnitude[index],
+                            reference.inverse_row_sum[row_index], score_error, value_abs_sum[d]);
           fingerprint = splitmix64_finalise(fingerprint ^ std::bit_cast<std::uint64_t>(expected));
           if (!std::isfinite(expected) || !std::isfinite(allowed)) {
             judgeable = false;  // nothing to compare with, or no bound to compare against
@@ -273,6 +316,52 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
   }
   result.bias = bias.result();
   return sums;
+}
+
+// Every row's log-sum-exp against its bound. A row that sees no key must hold an infinity: -inf
+// (the log of an empty sum) or +inf (FlashAttention 2's convention, which makes the backward pass's
+// exp(s - lse) 0).
+void check_log_sum_exp(const AttentionProblem& problem, const ToleranceTerms& terms,
+                       const ReferenceAttention& reference, const float* lse, Comparison& result) {
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
+        const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
+        const float stored = lse[problem.lse_offset(b, i, h)];
+        const double actual = stored;
+        const double expected = reference.log_sum_exp[row_index];
+        ++result.lse_rows;
+        std::ostringstream fault;
+        fault.precision(6);
+        fault << "log-sum-exp of row (b=" << b << ", h=" << h << ", i=" << i << ")";
+        if (std::bit_cast<std::uint32_t>(stored) == kFloat32PoisonBits) {
+          fault << " was never written; expected " << expected;
+        } else if (std::isinf(expected)) {
+          if (std::isinf(actual)) continue;  // no key seen: either infinity
+          fault << " is " << actual << " where the row sees no key (expected -inf or +inf)";
+        } else if (!std::isfinite(actual)) {
+          fault << " is " << actual << " where the reference is " << expected;
+        } else {
+          const double score_error =
+              terms.score_error(reference.score_scale[row_index], reference.bias_scale[row_index]);
+          const double allowed =
+              terms.lse_allowed(expected, score_error, reference.score_scale[row_index],
+                                reference.bias_scale[row_index]);
+          const double error = std::fabs(actual - expected);
+          result.lse_max_abs_error = std::max(result.lse_max_abs_error, error);
+          result.lse_bound_ratio = std::max(result.lse_bound_ratio, error / allowed);
+          if (error <= allowed) continue;
+          fault << ": expected " << expected << ", got " << actual << ", error " << error
+                << " > allowed " << allowed;
+        }
+        // No usable value, or a finite one where there is none: no ratio measures it.
+        if (!std::isfinite(actual) || !std::isfinite(expected)) {
+          result.lse_bound_ratio = std::numeric_limits<double>::infinity();
+        }
+        if (result.lse_failing_rows++ == 0) result.lse_first_failure = fault.str();
+      }
+    }
+  }
 }
 
 // Pearson's correlation of kernel and reference outputs, given their means.
@@ -358,6 +447,10 @@ std::string failure_reason(const AttentionProblem& problem, const Comparison& re
            << result.elements << " elements fail";
     return reason.str();
   }
+  if (result.lse_failing_rows > 0) {
+    return result.lse_first_failure + "; " + std::to_string(result.lse_failing_rows) + " of " +
+           std::to_string(result.lse_rows) + " log-sum-exp rows fail";
+  }
   if (result.fa_rule_ratio > 1.0) {
     std::ostringstream reason;
     reason.precision(6);
@@ -392,7 +485,7 @@ double allowed_error(const AttentionProblem& problem, const ReferenceAttention& 
   const std::int64_t kv_head = head / problem.group_size();
   return terms.allowed(
       reference.output[index], reference.magnitude[index], reference.inverse_row_sum[row_index],
-      reference.score_scale[row_index],
+      terms.score_error(reference.score_scale[row_index], reference.bias_scale[row_index]),
       reference.value_abs_sum[(batch * problem.kv_heads + kv_head) * problem.head_dim + dim]);
 }
 
@@ -413,7 +506,7 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv) {
       const std::int64_t slot = b * problem.kv_heads + kv;
-      for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
+      for (std::int64_t j = 0; j < problem.seq_len_k_of(b); ++j) {
         const std::uint16_t* k_row = key_row(problem, inputs, b, j, kv);
         const std::uint16_t* v_row = value_row(problem, inputs, b, j, kv);
         max_key_norm[slot] = std::max(max_key_norm[slot], norm(k_row));
@@ -425,14 +518,17 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
       }
     }
   }
-  score_scale_.resize(static_cast<std::size_t>(problem.batch * problem.heads * problem.seq_len_q));
+  score_scale_.assign(static_cast<std::size_t>(problem.batch * problem.heads * problem.seq_len_q),
+                      0.0);
+  bias_scale_ = score_scale_;
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t h = 0; h < problem.heads; ++h) {
       const double key_norm = max_key_norm[b * problem.kv_heads + h / problem.group_size()];
-      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
         const std::uint16_t* q_row = query_row(problem, inputs, b, i, h);
-        score_scale_[(b * problem.heads + h) * problem.seq_len_q + i] =
-            problem.softmax_scale * norm(q_row) * key_norm;
+        const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
+        score_scale_[row_index] = problem.softmax_scale * norm(q_row) * key_norm;
+        bias_scale_[row_index] = problem.largest_bias(b, h, i);
       }
     }
   }
@@ -443,16 +539,17 @@ double OracleFreeBound::allowed(std::int64_t batch, std::int64_t head, std::int6
   const ToleranceTerms terms(problem_, numerics_);
   const std::int64_t slot =
       (batch * problem_.kv_heads + head / problem_.group_size()) * problem_.head_dim + dim;
-  if (problem_.last_visible_key(row) < 0) return terms.half_subnormal;  // must be exactly 0
+  if (problem_.visible_keys_of(batch, row).empty()) return terms.half_subnormal;  // exactly 0
+  const std::int64_t row_index = (batch * problem_.heads + head) * problem_.seq_len_q + row;
   return terms.allowed(output_magnitude, value_abs_max_[slot], 1.0,
-                       score_scale_[(batch * problem_.heads + head) * problem_.seq_len_q + row],
+                       terms.score_error(score_scale_[row_index], bias_scale_[row_index]),
                        value_abs_sum_[slot]);
 }
 
 Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
                                 const std::vector<float>& plain, const std::uint16_t* output,
-                                const DeclaredNumerics& numerics) {
+                                const DeclaredNumerics& numerics, const float* lse) {
   const ToleranceTerms terms(problem, numerics);
   const ExpectedSummary expected = summarize_expected(reference.output);
   Comparison result;
@@ -468,9 +565,13 @@ Comparison compare_to_reference(const AttentionProblem& problem,
   if (numerics.declared()) result.bias = RoundingBias{};
   apply_flash_attention_rule(terms.unit_roundoff, expected.max_abs,
                              plain_max_abs_error(plain, reference.output), result);
-  result.error_ratio = std::max({result.bound_ratio, result.fa_rule_ratio, result.bias.ratio});
+  if (problem.return_lse && lse != nullptr)
+    check_log_sum_exp(problem, terms, reference, lse, result);
+  result.error_ratio = std::max(
+      {result.bound_ratio, result.fa_rule_ratio, result.bias.ratio, result.lse_bound_ratio});
   // A failure is sound anywhere a bound was computed; a pass needs every row judged.
-  result.failed = result.failing_elements > 0 || result.fa_rule_ratio > 1.0 || result.bias.leans;
+  result.failed = result.failing_elements > 0 || result.fa_rule_ratio > 1.0 || result.bias.leans ||
+                  result.lse_failing_rows > 0;
   result.inconclusive =
       !result.failed && (result.inconclusive_rows > 0 || !std::isfinite(result.error_ratio));
   result.passed = !result.failed && !result.inconclusive;

@@ -57,8 +57,15 @@ struct Comparison {
   // Rows where no verdict means anything: the oracle overflowed, or the bound stopped pinning the
   // probabilities (kMaxProbabilitySpread). A case with any is never passed.
   std::int64_t inconclusive_rows = 0;
-  std::string inconclusive_reason;             // the first such row and why; empty when none
-  RoundingBias bias;                           // the bias test over the whole output
+  std::string inconclusive_reason;  // the first such row and why; empty when none
+  // The log-sum-exp output (problem.return_lse): the largest |error| / bound over its rows, and
+  // its rows that fail (never written, not finite where the reference is, or beyond the bound).
+  double lse_bound_ratio = 0.0;
+  double lse_max_abs_error = 0.0;
+  std::int64_t lse_rows = 0;
+  std::int64_t lse_failing_rows = 0;
+  std::string lse_first_failure;  // one line naming the first failing row; empty when none
+  RoundingBias bias;              // the bias test over the whole output
   std::optional<ElementReport> first_failure;  // in (batch, head, row, dim) order
   ElementReport worst_element;                 // largest |error| / allowed
 };
@@ -84,16 +91,18 @@ class OracleFreeBound {
   AttentionProblem problem_;
   DeclaredNumerics numerics_;
   std::vector<double> score_scale_;    // [batch][heads][seq_len_q]
+  std::vector<double> bias_scale_;     // [batch][heads][seq_len_q]
   std::vector<double> value_abs_max_;  // [batch][kv_heads][head_dim]
   std::vector<double> value_abs_sum_;  // [batch][kv_heads][head_dim]
 };
 
 // `output` points at element [0,0,0,0] of the kernel's output, laid out by problem.o_strides.
 // `plain` is plain_attention()'s result for the same inputs and `numerics`. Under a declared
-// accumulation (`numerics`) the bounds follow it and the bias test is not applied.
+// accumulation (`numerics`) the bounds follow it and the bias test is not applied. `lse`, when
+// the problem returns the log-sum-exp, is the kernel's (laid out by problem.lse_offset).
 Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
                                 const std::vector<float>& plain, const std::uint16_t* output,
-                                const DeclaredNumerics& numerics = {});
+                                const DeclaredNumerics& numerics = {}, const float* lse = nullptr);
 
 }  // namespace attnfuzz

@@ -85,7 +85,9 @@ std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& pr
   if (kernel.site() == ExecutionSite::cuda_device) {
     return run_kernel_on_device(kernel, problem, inputs, plant, output);
   }
-  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
+  AttentionTensors tensors = with_index_arrays(
+      {inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()}, problem);
+  tensors.lse = output.lse();
   try {
     kernel.forward(problem, tensors, plant);
   } catch (const std::bad_alloc&) {
@@ -197,6 +199,9 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
       repeat_fault = "run " + std::to_string(run) + ": " + *stray;
     } else if (!settings_.allow_nondeterminism) {
       repeat_fault = find_repeat_difference(problem, output.data(), again.data(), run);
+      if (!repeat_fault && problem.return_lse) {
+        repeat_fault = find_lse_repeat_difference(problem, output.lse(), again.lse(), run);
+      }
       repeats.pop_back();
     }
   }
@@ -205,9 +210,12 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   const auto oracle_started = std::chrono::steady_clock::now();
   const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
   const bool on_device = choice.kernel->site() == ExecutionSite::cuda_device;
-  const bool use_cublas = settings_.oracle == OracleChoice::cuda ||
-                          (settings_.oracle == OracleChoice::auto_select && on_device &&
-                           attention_flops(problem) >= kDeviceOracleMinFlops);
+  // The cuBLAS oracle computes dense attention only: a case with a variant (varlen, paging,
+  // windows, soft-capping, ALiBi, the log-sum-exp) is judged on the CPU, and its report says so.
+  const bool use_cublas =
+      !problem.has_variants() && (settings_.oracle == OracleChoice::cuda ||
+                                  (settings_.oracle == OracleChoice::auto_select && on_device &&
+                                   attention_flops(problem) >= kDeviceOracleMinFlops));
   // Kept from case to case: the oracle overwrites every element, and storage that is already the
   // right size costs neither an allocation nor page faults (its arrays are tens of MiB per case).
   thread_local ReferenceAttention reference;
@@ -222,12 +230,12 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   }
   const std::vector<float> plain = plain_attention(problem, tensors, 0, settings_.numerics);
   result.oracle = std::string(use_cublas ? kCudaOracle : kCpuOracle);
-  result.comparison =
-      compare_to_reference(problem, reference, plain, output.data(), settings_.numerics);
+  result.comparison = compare_to_reference(problem, reference, plain, output.data(),
+                                           settings_.numerics, output.lse());
   // A kernel allowed to be nondeterministic is judged on every run: the figures are the worst's.
   for (std::size_t index = 0; index < repeats.size() && !result.comparison.failed; ++index) {
-    Comparison again =
-        compare_to_reference(problem, reference, plain, repeats[index].data(), settings_.numerics);
+    Comparison again = compare_to_reference(problem, reference, plain, repeats[index].data(),
+                                            settings_.numerics, repeats[index].lse());
     if (again.failed || again.error_ratio > result.comparison.error_ratio) {
       if (again.failed) again.reason = "run " + std::to_string(index + 2) + ": " + again.reason;
       result.comparison = std::move(again);

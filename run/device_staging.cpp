@@ -40,7 +40,35 @@ bool is_sticky(cudaError_t error) {
   }
 }
 
+// A device copy of a host array, or nothing when it is empty.
+template <typename T>
+std::optional<DeviceArray<T>> copy_if_any(const std::vector<T>& host) {
+  if (host.empty()) return std::nullopt;
+  std::optional<DeviceArray<T>> array(std::in_place, host.size());
+  array->copy_from_host(host.data(), host.size());
+  return array;
+}
+
+template <typename T>
+T* pointer_or_null(const std::optional<DeviceArray<T>>& array) {
+  return array ? array->get() : nullptr;
+}
+
 }  // namespace
+
+DeviceIndexArrays::DeviceIndexArrays(const AttentionProblem& problem)
+    : cu_seqlens_q_(copy_if_any(problem.cu_seqlens_q)),
+      cu_seqlens_k_(copy_if_any(problem.cu_seqlens_k)),
+      block_table_(copy_if_any(problem.block_table)),
+      alibi_slopes_(copy_if_any(problem.alibi_slopes)) {}
+
+AttentionTensors DeviceIndexArrays::bind(AttentionTensors tensors) const {
+  tensors.cu_seqlens_q = pointer_or_null(cu_seqlens_q_);
+  tensors.cu_seqlens_k = pointer_or_null(cu_seqlens_k_);
+  tensors.block_table = pointer_or_null(block_table_);
+  tensors.alibi_slopes = pointer_or_null(alibi_slopes_);
+  return tensors;
+}
 
 std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
                                  const AttentionInputs& inputs, PlantedBug plant,
@@ -58,8 +86,15 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
     const std::vector<std::uint16_t> poison(slack, traits_of(problem.dtype).poison_bits);
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(o.get() + host_output.size(), poison.data(),
                                    slack * sizeof(std::uint16_t), cudaMemcpyHostToDevice));
-    const AttentionTensors tensors{q.get(), k.get(), v.get(),
-                                   o.get() + GuardedOutput::kGuardElements};
+    const DeviceIndexArrays index_arrays(problem);
+    std::optional<DeviceArray<float>> lse;
+    if (problem.return_lse) {
+      lse.emplace(output.lse_buffer().size());
+      lse->copy_from_host(output.lse_buffer().data(), output.lse_buffer().size());
+    }
+    AttentionTensors tensors =
+        index_arrays.bind({q.get(), k.get(), v.get(), o.get() + GuardedOutput::kGuardElements});
+    if (lse) tensors.lse = lse->get() + GuardedOutput::kGuardElements;
     try {
       kernel.forward(problem, tensors, plant);
     } catch (const std::exception& kernel_error) {
@@ -69,6 +104,11 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
       ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_output.data(), o.get(),
                                      host_output.size() * sizeof(std::uint16_t),
                                      cudaMemcpyDeviceToHost));
+      if (lse) {
+        ATTNFUZZ_CUDA_CHECK(cudaMemcpy(output.lse_buffer().data(), lse->get(),
+                                       output.lse_buffer().size() * sizeof(float),
+                                       cudaMemcpyDeviceToHost));
+      }
     }
   } catch (const std::exception& staging_error) {
     error = "device staging for kernel " + std::string(kernel.name()) +

@@ -11,6 +11,12 @@
 #include "kernels/attention_kernel.h"
 #include "run/guarded_output.h"
 
+#if ATTNFUZZ_HAVE_CUDA
+#include <optional>
+
+#include "core/device_array.h"
+#endif
+
 namespace attnfuzz {
 
 // Returns the kernel's or the CUDA runtime's error text, empty on success. An error that leaves
@@ -24,5 +30,20 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
 // After `error` on the device (a kernel's or the runtime's): when the CUDA context is left unusable
 // (a sticky error), records that with mark_cuda_context_lost(), naming `error`.
 void note_device_failure(const std::string& error);
+
+#if ATTNFUZZ_HAVE_CUDA
+// The problem's index arrays (cu_seqlens, block table, ALiBi slopes) copied to the device, for as
+// long as this object lives.
+class DeviceIndexArrays {
+ public:
+  explicit DeviceIndexArrays(const AttentionProblem& problem);
+  // `tensors` with these device copies in place of the index arrays.
+  AttentionTensors bind(AttentionTensors tensors) const;
+
+ private:
+  std::optional<DeviceArray<std::int32_t>> cu_seqlens_q_, cu_seqlens_k_, block_table_;
+  std::optional<DeviceArray<float>> alibi_slopes_;
+};
+#endif
 
 }  // namespace attnfuzz

@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "run/guarded_output.h"
 
+#include <bit>
 #include <sstream>
 
 namespace attnfuzz {
 
 GuardedOutput::GuardedOutput(const AttentionProblem& problem)
     : problem_(problem),
-      span_(span_elements(problem.o_strides, problem.batch, problem.seq_len_q, problem.heads,
-                          problem.head_dim)),
-      buffer_(static_cast<std::size_t>(span_ + 2 * kGuardElements),
-              traits_of(problem.dtype).poison_bits) {}
+      span_(o_span(problem)),
+      trailing_guard_(kGuardElements +
+                      (problem.varlen_q ? problem.seq_len_q * problem.o_strides.seq : 0)),
+      buffer_(static_cast<std::size_t>(kGuardElements + span_ + trailing_guard_),
+              traits_of(problem.dtype).poison_bits) {
+  if (problem.return_lse) {
+    lse_buffer_.assign(static_cast<std::size_t>(lse_span(problem) + 2 * kGuardElements),
+                       std::bit_cast<float>(kFloat32PoisonBits));
+  }
+}
 
 std::optional<std::string> GuardedOutput::find_stray_write() const {
   const std::uint16_t poison = traits_of(problem_.dtype).poison_bits;
@@ -25,20 +32,37 @@ std::optional<std::string> GuardedOutput::find_stray_write() const {
       return message.str();
     }
   }
-  for (std::int64_t offset = 0; offset < kGuardElements; ++offset) {
+  for (std::int64_t offset = 0; offset < trailing_guard_; ++offset) {
     if (changed(kGuardElements + span_ + offset)) {
       message << "write past the end of the output: guard element " << offset
               << " after the last element was overwritten";
       return message.str();
     }
   }
+  if (!lse_buffer_.empty()) {
+    const std::int64_t lse_end = kGuardElements + lse_span(problem_);
+    for (std::int64_t offset = 1; offset <= kGuardElements; ++offset) {
+      const auto bits = [&](std::int64_t at) {
+        return std::bit_cast<std::uint32_t>(lse_buffer_[static_cast<std::size_t>(at)]);
+      };
+      if (bits(kGuardElements - offset) != kFloat32PoisonBits) {
+        message << "write before the log-sum-exp output: guard element " << offset
+                << " before its first element was overwritten";
+        return message.str();
+      }
+      if (bits(lse_end + offset - 1) != kFloat32PoisonBits) {
+        message << "write past the end of the log-sum-exp output: guard element " << offset - 1
+                << " after its last element was overwritten";
+        return message.str();
+      }
+    }
+  }
   // Row padding: positions inside the span that belong to no element.
   std::vector<bool> is_element(static_cast<std::size_t>(span_), false);
-  const TensorStrides& strides = problem_.o_strides;
   for (std::int64_t b = 0; b < problem_.batch; ++b) {
-    for (std::int64_t s = 0; s < problem_.seq_len_q; ++s) {
+    for (std::int64_t s = 0; s < problem_.seq_len_q_of(b); ++s) {
       for (std::int64_t h = 0; h < problem_.heads; ++h) {
-        const std::int64_t row = b * strides.batch + s * strides.seq + h * strides.head;
+        const std::int64_t row = problem_.o_row_offset(b, s) + h * problem_.o_strides.head;
         for (std::int64_t d = 0; d < problem_.head_dim; ++d) is_element[row + d] = true;
       }
     }

@@ -16,7 +16,9 @@ namespace attnfuzz {
 
 class GuardedOutput {
  public:
-  // Guard margin on each side, in elements: a few full rows, at least one 128-byte line.
+  // Guard margin on each side, in elements: a few full rows, at least one 128-byte line. A packed
+  // (varlen) output's trailing margin also holds one longest sequence: a kernel that writes a
+  // sequence one sequence on writes there.
   static constexpr std::int64_t kGuardElements = 1024;
 
   explicit GuardedOutput(const AttentionProblem& problem);
@@ -27,13 +29,23 @@ class GuardedOutput {
   // The whole buffer, margins included: what a device copy mirrors.
   std::vector<std::uint16_t>& buffer() { return buffer_; }
 
-  // One line describing the first write outside the output tensor, or nothing when none.
+  // The log-sum-exp output (fp32, poisoned and fenced alike) when the problem returns it; else
+  // null.
+  float* lse() { return lse_buffer_.empty() ? nullptr : lse_buffer_.data() + kGuardElements; }
+  const float* lse() const {
+    return lse_buffer_.empty() ? nullptr : lse_buffer_.data() + kGuardElements;
+  }
+  std::vector<float>& lse_buffer() { return lse_buffer_; }
+
+  // One line describing the first write outside the output tensors, or nothing when none.
   std::optional<std::string> find_stray_write() const;
 
  private:
   AttentionProblem problem_;
   std::int64_t span_ = 0;
+  std::int64_t trailing_guard_ = kGuardElements;
   std::vector<std::uint16_t> buffer_;
+  std::vector<float> lse_buffer_;
 };
 
 }  // namespace attnfuzz

@@ -73,7 +73,9 @@ KernelPerformance time_on_host(const AttentionKernel& kernel, const AttentionPro
   KernelPerformance performance;
   performance.clock = "steady_clock";
   GuardedOutput output(problem);
-  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()};
+  AttentionTensors tensors = with_index_arrays(
+      {inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()}, problem);
+  tensors.lse = output.lse();
   // The calls run on a thread of their own: its stack is freshly mapped, page-aligned, so where
   // the kernel's stack variables fall does not depend on how long this process's command line and
   // environment are (the main thread's stack starts below them). Measured: cpu_flash ran 10%
@@ -138,8 +140,11 @@ KernelPerformance time_on_device(const AttentionKernel& kernel, const AttentionP
   v.copy_from_host(inputs.v.data(), inputs.v.size());
   GuardedOutput output(problem);
   DeviceArray<std::uint16_t> o(output.buffer().size());
-  const AttentionTensors tensors{q.get(), k.get(), v.get(),
-                                 o.get() + GuardedOutput::kGuardElements};
+  const DeviceIndexArrays index_arrays(problem);
+  DeviceArray<float> lse(std::max<std::size_t>(output.lse_buffer().size(), 1));
+  AttentionTensors tensors =
+      index_arrays.bind({q.get(), k.get(), v.get(), o.get() + GuardedOutput::kGuardElements});
+  if (problem.return_lse) tensors.lse = lse.get() + GuardedOutput::kGuardElements;
   // Twice the L2 cache, written before each call: what the previous call left there is evicted.
   const std::size_t flush_bytes = 2 * static_cast<std::size_t>(std::max(properties.l2CacheSize, 1));
   DeviceArray<unsigned char> flush(flush_bytes);

@@ -21,4 +21,9 @@ std::optional<std::string> find_repeat_difference(const AttentionProblem& proble
                                                   const std::uint16_t* repeat_output,
                                                   int repeat_run);
 
+// The same for the log-sum-exp outputs of two runs (problem.return_lse): every row's bits.
+std::optional<std::string> find_lse_repeat_difference(const AttentionProblem& problem,
+                                                      const float* first_lse,
+                                                      const float* repeat_lse, int repeat_run);
+
 }  // namespace attnfuzz

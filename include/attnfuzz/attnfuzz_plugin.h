@@ -10,11 +10,17 @@
  * computes. docs/plugin.md walks through writing, building and running one.
  *
  * Tensors are [batch][seq][head][head_dim] addressed by element strides (head_dim stride is 1):
- *     element (b, s, h, d) of Q is q[b * q_strides.batch + s * q_strides.seq + h * q_strides.head + d]
- * Elements are raw IEEE fp16 or bfloat16 bit patterns (uint16_t).
- * GQA/MQA: query head h reads key/value head h / (heads / kv_heads).
- * Causal (bottom-right aligned, as FlashAttention): query i sees key j iff
- *     j <= i + seq_len_k - seq_len_q; a query row that sees no key must produce 0.
+ *     element (b, s, h, d) of Q is q[b * q_strides.batch + s * q_strides.seq + h * q_strides.head +
+ * d] Elements are raw IEEE fp16 or bfloat16 bit patterns (uint16_t). GQA/MQA: query head h reads
+ * key/value head h / (heads / kv_heads). Causal (bottom-right aligned, as FlashAttention): query i
+ * sees key j iff j <= i + seq_len_k - seq_len_q; a query row that sees no key must produce 0.
+ *
+ * Version 2 adds the attention variants (packed varlen batches, paged K/V, sliding windows, logit
+ * soft-capping, ALiBi, the log-sum-exp output) through three more symbols, all optional: a plugin
+ * that exports attnfuzz_plugin_features() is called through attnfuzz_plugin_supports_v2() and
+ * attnfuzz_plugin_forward_v2(), and a case using a feature it does not declare is skipped for it
+ * with a reason naming the feature. A version 1 plugin (or one built against this header without
+ * them) keeps working unchanged: it gets the dense cases and skips the others.
  *
  * C only, no C++ in this header; bump ATTNFUZZ_PLUGIN_ABI_VERSION on any incompatible change. */
 #ifndef ATTNFUZZ_PLUGIN_H
@@ -27,7 +33,9 @@
 extern "C" {
 #endif
 
-#define ATTNFUZZ_PLUGIN_ABI_VERSION 1
+#define ATTNFUZZ_PLUGIN_ABI_VERSION 2
+/* The oldest version this harness still loads. */
+#define ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION 1
 
 /* Input and output element types. */
 #define ATTNFUZZ_DTYPE_FP16 0
@@ -68,6 +76,56 @@ typedef struct attnfuzz_tensors {
   void* cuda_stream; /* cudaStream_t to launch on, for ATTNFUZZ_SITE_CUDA_DEVICE; else NULL */
 } attnfuzz_tensors;
 
+/* ---- version 2: the attention variants, FlashAttention's definitions ---- */
+
+/* Features a plugin declares (attnfuzz_plugin_features), as bits. */
+#define ATTNFUZZ_FEATURE_VARLEN 1u         /* packed sequences through cu_seqlens */
+#define ATTNFUZZ_FEATURE_PAGED_KV 2u       /* K/V through a block table into a page pool */
+#define ATTNFUZZ_FEATURE_SLIDING_WINDOW 4u /* window_left / window_right */
+#define ATTNFUZZ_FEATURE_SOFTCAP 8u        /* logit soft-capping */
+#define ATTNFUZZ_FEATURE_ALIBI 16u         /* ALiBi biases */
+#define ATTNFUZZ_FEATURE_RETURN_LSE 32u    /* the log-sum-exp output */
+
+typedef struct attnfuzz_problem_v2 {
+  /* Version 1's fields, meaning what they meant; with varlen, seq_len_q and seq_len_k are the
+   * longest sequences (FlashAttention's max_seqlen_q / max_seqlen_k), and a packed tensor's batch
+   * stride is 0 (unused). */
+  attnfuzz_problem base;
+  /* Sliding window: query i of a sequence of Sq queries and Sk keys sees key j only if
+   *   i + Sk - Sq - window_left <= j <= i + Sk - Sq + window_right;
+   * -1 leaves a side unbounded; causal caps window_right at 0. */
+  int64_t window_left, window_right;
+  /* > 0: each scaled score s becomes softcap * tanh(s / softcap), before ALiBi. */
+  double softcap;
+  /* 1: score(i, j) of head h += -alibi_slopes[h] * |i + Sk - Sq - j|. */
+  int32_t alibi;
+  /* 1: write lse[row] = log(sum_j exp(score)) (fp32, natural log) of each query row: element
+   * (b, i, h) at (varlen_q ? cu_seqlens_q[b] + i : b * lse_strides.batch + i) + h *
+   * lse_strides.head; a row that sees no key stores -inf (or +inf). */
+  int32_t return_lse;
+  /* 1: Q and O are packed, sequence b's rows starting at row cu_seqlens_q[b] (total_q rows). */
+  int32_t varlen_q;
+  /* 1: sequence b has cu_seqlens_k[b + 1] - cu_seqlens_k[b] keys; unless paged, K and V are packed
+   * by cu_seqlens_k as Q is by cu_seqlens_q (total_k rows). */
+  int32_t varlen_k;
+  int64_t total_q, total_k;
+  /* > 0: K and V are a pool of `pages` pages of page_size rows (k_strides.batch steps from page to
+   * page); key j of sequence b is row j % page_size of page
+   * block_table[b * pages_per_sequence + j / page_size]. */
+  int64_t page_size, pages, pages_per_sequence;
+  attnfuzz_strides lse_strides; /* batch, seq (1), head */
+} attnfuzz_problem_v2;
+
+typedef struct attnfuzz_tensors_v2 {
+  attnfuzz_tensors base;
+  /* Index arrays, in the plugin's memory site; NULL when the problem does not use them. */
+  const int32_t* cu_seqlens_q; /* [batch + 1] when varlen_q */
+  const int32_t* cu_seqlens_k; /* [batch + 1] when varlen_k */
+  const int32_t* block_table;  /* [batch * pages_per_sequence] when page_size > 0 */
+  const float* alibi_slopes;   /* [heads] when alibi */
+  float* lse;                  /* the log-sum-exp output when return_lse */
+} attnfuzz_tensors_v2;
+
 /* The five symbols a plugin exports. */
 
 /* Must return ATTNFUZZ_PLUGIN_ABI_VERSION as the plugin saw it when it was compiled. */
@@ -80,7 +138,8 @@ const char* attnfuzz_plugin_name(void);
 int attnfuzz_plugin_site(void);
 
 /* 1 when the plugin can run `problem`; 0 when not, with a one-line reason written (NUL-terminated,
- * at most reason_size bytes) into `reason`. Such a case is skipped with that reason, never failed. */
+ * at most reason_size bytes) into `reason`. Such a case is skipped with that reason, never failed.
+ */
 int attnfuzz_plugin_supports(const attnfuzz_problem* problem, char* reason, size_t reason_size);
 
 /* Computes O for `problem`. Returns ATTNFUZZ_STATUS_OK, or ATTNFUZZ_STATUS_ERROR with a one-line
@@ -88,6 +147,15 @@ int attnfuzz_plugin_supports(const attnfuzz_problem* problem, char* reason, size
  * return before its kernels finish on `tensors->cuda_stream`: the harness synchronises. */
 int attnfuzz_plugin_forward(const attnfuzz_problem* problem, const attnfuzz_tensors* tensors,
                             char* error, size_t error_size);
+
+/* Version 2, optional (all three or none): the features the plugin supports (ATTNFUZZ_FEATURE_*
+ * bits), and supports/forward taking the version 2 problem and tensors. When exported, they are
+ * called instead of attnfuzz_plugin_supports and attnfuzz_plugin_forward. */
+uint32_t attnfuzz_plugin_features(void);
+int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
+                                size_t reason_size);
+int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
+                               const attnfuzz_tensors_v2* tensors, char* error, size_t error_size);
 
 #ifdef __cplusplus
 }

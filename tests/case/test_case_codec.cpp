@@ -80,9 +80,9 @@ TEST(CaseCodec, RejectsAWrongMagicAnOtherVersionAndAShortInput) {
   EXPECT_THAT(why, HasSubstr("AFZ"));
 
   std::vector<std::uint8_t> other_version = bytes;
-  other_version[3] = kCaseEncodingVersion + 1;
+  other_version[3] = kCaseEncodingVersionWithVariants + 1;
   EXPECT_FALSE(decode_case(other_version, &why));
-  EXPECT_THAT(why, HasSubstr("version 2 is not supported"));
+  EXPECT_THAT(why, HasSubstr("version 3 is not supported"));
 
   EXPECT_FALSE(decode_case(std::span(bytes).first(3), &why));
   EXPECT_THAT(why, HasSubstr("too short"));

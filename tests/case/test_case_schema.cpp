@@ -43,11 +43,29 @@ AttentionCase base_case() {
 // gains must gain a value here too (FieldsHaveAnAlternativeValue fails until it does).
 const std::map<std::string, Json>& alternative_values() {
   static const std::map<std::string, Json> values = {
-      {"batch", 3},       {"heads", 8},           {"kv_heads", 2},
-      {"seq_len_q", 5},   {"seq_len_k", 9},       {"head_dim", 64},
-      {"dtype", "bf16"},  {"causal", true},       {"data", "uniform"},
-      {"seed", std::uint64_t{7}},        {"kernel", "other"},    {"layout", "bhsd"},
-      {"row_padding", 3}, {"softmax_scale", 0.5}, {"inject", "v:large:4"},
+      {"batch", 3},
+      {"heads", 8},
+      {"kv_heads", 2},
+      {"seq_len_q", 5},
+      {"seq_len_k", 9},
+      {"head_dim", 64},
+      {"dtype", "bf16"},
+      {"causal", true},
+      {"data", "uniform"},
+      {"seed", std::uint64_t{7}},
+      {"kernel", "other"},
+      {"layout", "bhsd"},
+      {"row_padding", 3},
+      {"softmax_scale", 0.5},
+      {"inject", "v:large:4"},
+      {"seq_lens_q", "5,0"},
+      {"seq_lens_k", "8,3"},
+      {"page_size", 4},
+      {"window_left", 2},
+      {"window_right", 1},
+      {"softcap", 20.0},
+      {"alibi", true},
+      {"return_lse", true},
   };
   return values;
 }
@@ -96,7 +114,17 @@ std::vector<double> shape_fields(const AttentionProblem& p) {
           static_cast<double>(p.head_dim),
           static_cast<double>(p.dtype),
           static_cast<double>(p.causal),
-          p.softmax_scale};
+          p.softmax_scale,
+          static_cast<double>(p.window_left),
+          static_cast<double>(p.window_right),
+          p.softcap,
+          static_cast<double>(p.alibi),
+          static_cast<double>(p.return_lse),
+          static_cast<double>(p.varlen_q),
+          static_cast<double>(p.varlen_k),
+          static_cast<double>(p.total_q),
+          static_cast<double>(p.total_k),
+          static_cast<double>(p.page_size)};
 }
 
 std::vector<std::int64_t> strides_of(const AttentionProblem& p) {
@@ -107,7 +135,8 @@ std::vector<std::int64_t> strides_of(const AttentionProblem& p) {
   return strides;
 }
 
-std::vector<double> abi_fields(const attnfuzz_problem& abi) {
+std::vector<double> abi_fields(const attnfuzz_problem_v2& abi_v2) {
+  const attnfuzz_problem& abi = abi_v2.base;
   std::vector<double> fields = {static_cast<double>(abi.batch),
                                 static_cast<double>(abi.heads),
                                 static_cast<double>(abi.kv_heads),
@@ -116,7 +145,17 @@ std::vector<double> abi_fields(const attnfuzz_problem& abi) {
                                 static_cast<double>(abi.head_dim),
                                 static_cast<double>(abi.dtype),
                                 static_cast<double>(abi.causal),
-                                abi.softmax_scale};
+                                abi.softmax_scale,
+                                static_cast<double>(abi_v2.window_left),
+                                static_cast<double>(abi_v2.window_right),
+                                abi_v2.softcap,
+                                static_cast<double>(abi_v2.alibi),
+                                static_cast<double>(abi_v2.return_lse),
+                                static_cast<double>(abi_v2.varlen_q),
+                                static_cast<double>(abi_v2.varlen_k),
+                                static_cast<double>(abi_v2.total_q),
+                                static_cast<double>(abi_v2.total_k),
+                                static_cast<double>(abi_v2.page_size)};
   for (const attnfuzz_strides& s : {abi.q_strides, abi.k_strides, abi.v_strides, abi.o_strides}) {
     fields.insert(fields.end(), {static_cast<double>(s.batch), static_cast<double>(s.seq),
                                  static_cast<double>(s.head)});
@@ -158,7 +197,7 @@ TEST_P(EachCaseField, ChangesExactlyWhatItsUseSays) {
   const bool shape_changed = shape_fields(changed_problem) != shape_fields(base_problem);
   const bool strides_changed = strides_of(changed_problem) != strides_of(base_problem);
   const bool abi_changed =
-      abi_fields(abi_problem_of(changed_problem)) != abi_fields(abi_problem_of(base_problem));
+      abi_fields(abi_problem_v2_of(changed_problem)) != abi_fields(abi_problem_v2_of(base_problem));
   switch (use_of(key)) {
     case CaseFieldUse::problem:
       EXPECT_TRUE(shape_changed) << key << " does not reach the problem (problem_of)";

@@ -524,7 +524,7 @@ TEST_P(DataDistributionPeakedSoftmax, EachQueryRowIsThreeTimesItsDominantKey) {
   for (std::int64_t b = 0; b < q.batch; ++b) {
     for (std::int64_t h = 0; h < q.heads; ++h) {
       for (std::int64_t i = 0; i < q.seq_len; ++i) {
-        const std::int64_t last_visible = problem.last_visible_key(i);
+        const std::int64_t last_visible = problem.visible_keys_of(b, i).end - 1;
         std::int64_t dominant = -1;
         if (param.causal) {
           dominant = std::max<std::int64_t>(last_visible, 0);

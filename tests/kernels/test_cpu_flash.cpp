@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 
+#include "case/case_codec.h"
+#include "core/problem_features.h"
 #include "fuzz/case_generator.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
@@ -401,6 +403,125 @@ TEST(CpuFlashPlants, TheSlowExtraPassLeavesEveryOutputBitAsItWas) {
   EXPECT_GT(compared, 60);
 }
 
+// ---- the attention variants ----
+
+TEST(CpuFlash, IsNeverFlaggedOnRandomCasesWithTheVariants) {
+  constexpr int kCases = 1500;
+  const rc::Gen<AttentionCase> generator =
+      with_variants(small_case({.max_seq_len = 160, .distributions = {}, .injections = true}));
+  std::map<std::string, int> passed_with;
+  int inconclusive = 0;
+  for (int index = 0; index < kCases; ++index) {
+    const AttentionCase attention_case = generator(rc::Random(index + 7), 50).value();
+    const CaseResult result = run_case(attention_case);
+    ASSERT_NE(result.status, CaseStatus::fail)
+        << case_keys_to_json(attention_case).dump() << ": " << result.reason;
+    if (result.status == CaseStatus::skip) {
+      ASSERT_EQ(result.skip_cause, SkipCause::inconclusive) << result.reason;
+      ++inconclusive;
+      continue;
+    }
+    const AttentionProblem problem = problem_of(attention_case);
+    for (const ProblemFeatureInfo& info : kProblemFeatures) {
+      if (info.used_by(problem)) ++passed_with[std::string(info.name)];
+    }
+  }
+  // Every feature passed many times, not just a lucky few.
+  EXPECT_EQ(passed_with.size(), std::size(kProblemFeatures));
+  for (const auto& [feature, passed] : passed_with) EXPECT_GT(passed, kCases / 10) << feature;
+  EXPECT_LT(inconclusive, kCases / 50);
+}
+
+// Cases with the variants, ordinary data, no special values.
+AttentionCase variant_case() {
+  return *with_variants(
+      small_case({.max_seq_len = 200,
+                  .distributions = {DataDistribution::normal, DataDistribution::uniform},
+                  .injections = false}));
+}
+
+RC_GTEST_PROP(CpuFlashPlants, AVarlenOffsetFromTheWrongEndIsAlwaysCaught, ()) {
+  AttentionCase attention_case = variant_case();
+  // Observable: some sequence has a row, which the plant then never writes.
+  attention_case.seq_lens_q =
+      drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_q, attention_case.seed);
+  RC_PRE(std::any_of(attention_case.seq_lens_q.begin(), attention_case.seq_lens_q.end(),
+                     [](std::int64_t length) { return length > 0; }));
+  const CaseResult result = run_case(attention_case, PlantedBug::varlen_offset_wrong_end);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, ABlockTableIndexedByTheLogicalPageIsAlwaysCaught, ()) {
+  AttentionCase attention_case = variant_case();
+  attention_case.page_size = *rc::gen::element<std::int64_t>(8, 16, 64);
+  attention_case.seq_lens_q.clear();
+  attention_case.seq_lens_k.clear();
+  attention_case.causal = false;
+  attention_case.window_left = attention_case.window_right = -1;
+  attention_case.softcap = 0.0;
+  attention_case.alibi = false;
+  // Observable: sequence 0's first page, of 8 rows or more that every query sees, is not where
+  // its logical number points.
+  RC_PRE(std::min(attention_case.page_size, attention_case.seq_len_k) >= 8);
+  RC_PRE(problem_of(attention_case).block_table[0] != 0);
+  const CaseResult result = run_case(attention_case, PlantedBug::block_table_logical_page);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, AWindowEdgeOffByOneIsAlwaysCaught, ()) {
+  AttentionCase attention_case = variant_case();
+  attention_case.causal = true;
+  attention_case.window_left = *rc::gen::inRange<std::int64_t>(0, 8);
+  attention_case.seq_lens_q.clear();
+  attention_case.seq_lens_k.clear();
+  attention_case.alibi = false;
+  // Observable: 16+ rows see at most 9 keys each and the key left of their window exists.
+  RC_PRE(attention_case.seq_len_q >= 16);
+  RC_PRE(attention_case.seq_len_k >= attention_case.window_left + 16);
+  const CaseResult result = run_case(attention_case, PlantedBug::window_edge_off_by_one);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, SoftCappingBeforeTheScaleIsAlwaysCaught, ()) {
+  AttentionCase attention_case = variant_case();
+  attention_case.softcap = 2.5;  // below the raw scores' spread (sqrt(head_dim) >= 5.6)
+  attention_case.data = DataDistribution::normal;
+  attention_case.softmax_scale = 0.0;
+  attention_case.seq_lens_q.clear();
+  attention_case.seq_lens_k.clear();
+  attention_case.window_left = attention_case.window_right = -1;
+  RC_PRE(visible_rows(attention_case) >= 16 && attention_case.seq_len_k >= 2);
+  const CaseResult result = run_case(attention_case, PlantedBug::softcap_before_scale);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, AlibiMeasuredFromTheTopLeftIsAlwaysCaught, ()) {
+  AttentionCase attention_case = variant_case();
+  attention_case.alibi = true;
+  attention_case.causal = false;
+  attention_case.window_left = attention_case.window_right = -1;
+  attention_case.seq_lens_q.clear();
+  attention_case.seq_lens_k.clear();
+  // Observable: head 0's slope is at least 1/4, the diagonals lie 8+ keys apart, and rows see 8+
+  // keys.
+  RC_PRE(attention_case.heads >= 4 && attention_case.seq_len_k >= 8);
+  RC_PRE(std::abs(attention_case.seq_len_k - attention_case.seq_len_q) >= 8);
+  const CaseResult result = run_case(attention_case, PlantedBug::alibi_top_left);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, ALogSumExpInBase2IsAlwaysCaught, ()) {
+  AttentionCase attention_case = variant_case();
+  attention_case.return_lse = true;
+  attention_case.seq_lens_q.clear();
+  attention_case.seq_lens_k.clear();
+  attention_case.window_left = attention_case.window_right = -1;
+  // Observable: 16+ rows see 2+ keys; their log-sum-exps cannot all lie within 1e-3 of 0.
+  RC_PRE(visible_rows(attention_case) >= 16 && attention_case.seq_len_k >= 2);
+  const CaseResult result = run_case(attention_case, PlantedBug::lse_log2);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
 TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
   // Adding a plant to cpu_flash without a property that proves it is caught fails here.
   const std::vector<PlantedBug> covered = {PlantedBug::drop_last_key_tile,
@@ -422,6 +543,12 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::split_kv_input_dtype_combine,
                                            PlantedBug::output_truncation,
                                            PlantedBug::flaky_last_ulp,
+                                           PlantedBug::varlen_offset_wrong_end,
+                                           PlantedBug::block_table_logical_page,
+                                           PlantedBug::window_edge_off_by_one,
+                                           PlantedBug::softcap_before_scale,
+                                           PlantedBug::alibi_top_left,
+                                           PlantedBug::lse_log2,
                                            PlantedBug::slow_extra_pass};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);

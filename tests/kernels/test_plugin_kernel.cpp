@@ -103,7 +103,7 @@ TEST(PluginKernel, MalformedPluginsAreRefusedWithTheirProblemNamed) {
   EXPECT_THAT(load_error(ATTNFUZZ_MISSING_FORWARD_PLUGIN),
               HasSubstr("does not export attnfuzz_plugin_forward"));
   EXPECT_THAT(load_error(ATTNFUZZ_WRONG_ABI_PLUGIN),
-              HasSubstr("built for plugin ABI version 42, this harness speaks 1"));
+              HasSubstr("built for plugin ABI version 43, this harness speaks 1 to 2"));
   EXPECT_THAT(load_error("/no/such/plugin.so"), HasSubstr("/no/such/plugin.so: no such file"));
   EXPECT_THAT(load_error(ATTNFUZZ_SOURCE_DIR "/README.md"), HasSubstr("cannot be loaded"));
 }
@@ -183,7 +183,7 @@ TEST(PluginKernelBinary, AMalformedPluginIsAHarnessErrorExitThree) {
       run_binary(std::string("--kernel-lib ") + ATTNFUZZ_WRONG_ABI_PLUGIN + kSmallMatrix);
   EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_THAT(run.err, HasSubstr("--kernel-lib: plugin "));
-  EXPECT_THAT(run.err, HasSubstr("ABI version 42"));
+  EXPECT_THAT(run.err, HasSubstr("ABI version 43"));
 }
 
 }  // namespace

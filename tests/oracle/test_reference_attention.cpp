@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "case/attention_case.h"
 #include "case/data_distribution.h"
 #include "fuzz/case_generator.h"
 
@@ -120,7 +121,7 @@ NaiveAttention naive_attention(const AttentionProblem& problem, const AttentionI
     for (std::int64_t h = 0; h < problem.heads; ++h) {
       const std::int64_t kv = h / problem.group_size();
       for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-        const std::int64_t visible = problem.last_visible_key(i) + 1;
+        const std::int64_t visible = std::max<std::int64_t>(problem.visible_keys_of(0, i).end, 0);
         std::vector<double> scores(visible);
         double row_max = -INFINITY;
         for (std::int64_t j = 0; j < visible; ++j) {
@@ -251,6 +252,179 @@ TEST(ReferenceAttention, WritesEveryElementSoBuffersCanBeReused) {
       ASSERT_EQ(reference.value_abs_sum[i], fresh.value_abs_sum[i]) << shape_name;
     }
   }
+}
+
+// ---- the attention variants, against a naive loop that knows nothing of packing or pages ----
+
+namespace variants {
+
+// FlashAttention's definitions written out once more, plainly: the keys query i of a sequence of
+// seq_q queries and seq_k keys sees, and its score's soft cap and ALiBi bias.
+bool sees(const AttentionCase& c, std::int64_t i, std::int64_t j, std::int64_t seq_q,
+          std::int64_t seq_k) {
+  const std::int64_t diagonal = i + seq_k - seq_q;
+  if (j >= seq_k) return false;
+  if (c.causal && j > diagonal) return false;
+  if (c.window_right >= 0 && j > diagonal + c.window_right) return false;
+  if (c.window_left >= 0 && j < diagonal - c.window_left) return false;
+  return true;
+}
+
+struct NaiveRow {
+  std::vector<double> output;
+  double log_sum_exp = -INFINITY;
+};
+
+// Row i of head h of sequence b, from the dense inputs of the same case without packing or pages
+// (the data a varlen or paged case draws in that shape and then moves).
+NaiveRow naive_row(const AttentionCase& c, const AttentionProblem& dense,
+                   const AttentionInputs& inputs, std::int64_t b, std::int64_t h, std::int64_t i) {
+  const std::int64_t seq_q = c.seq_lens_q.empty() ? c.seq_len_q : c.seq_lens_q[b];
+  const std::int64_t seq_k = c.seq_lens_k.empty() ? c.seq_len_k : c.seq_lens_k[b];
+  const std::int64_t dim = c.head_dim;
+  const std::int64_t kv = h / (c.heads / c.kv_heads);
+  // Element [b, s, head, d] of a compact BSHD tensor of `rows` rows per sequence.
+  const auto element = [&](const std::vector<std::uint16_t>& tensor, std::int64_t rows,
+                           std::int64_t s, std::int64_t head, std::int64_t heads, std::int64_t d) {
+    const auto at = static_cast<std::size_t>(((b * rows + s) * heads + head) * dim + d);
+    return static_cast<double>(dtype_to_float(tensor[at], c.dtype));
+  };
+  const std::vector<float> slopes = alibi_slopes_for(c.heads);
+  std::vector<double> scores;
+  std::vector<std::int64_t> keys;
+  for (std::int64_t j = 0; j < seq_k; ++j) {
+    if (!sees(c, i, j, seq_q, seq_k)) continue;
+    double dot = 0.0;
+    for (std::int64_t d = 0; d < dim; ++d) {
+      dot += element(inputs.q, dense.seq_len_q, i, h, c.heads, d) *
+             element(inputs.k, dense.seq_len_k, j, kv, c.kv_heads, d);
+    }
+    double score = dot * effective_softmax_scale(c);
+    if (c.softcap > 0.0) score = c.softcap * std::tanh(score / c.softcap);
+    if (c.alibi) score -= static_cast<double>(slopes[h]) * std::fabs(double(i + seq_k - seq_q - j));
+    scores.push_back(score);
+    keys.push_back(j);
+  }
+  NaiveRow row;
+  row.output.assign(static_cast<std::size_t>(dim), 0.0);
+  if (scores.empty()) return row;
+  const double max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0.0;
+  for (double& score : scores) sum += (score = std::exp(score - max));
+  row.log_sum_exp = max + std::log(sum);
+  for (std::size_t n = 0; n < keys.size(); ++n) {
+    for (std::int64_t d = 0; d < dim; ++d) {
+      row.output[d] +=
+          scores[n] / sum * element(inputs.v, dense.seq_len_k, keys[n], kv, c.kv_heads, d);
+    }
+  }
+  return row;
+}
+
+AttentionCase dense_version(AttentionCase c) {
+  c.seq_lens_q.clear();
+  c.seq_lens_k.clear();
+  c.page_size = 0;
+  c.layout = Layout::bshd;
+  c.row_padding = 0;
+  return c;
+}
+
+// The oracle's output, log-sum-exp and rows past each sequence's end against the naive loop.
+void expect_matches_naive(const AttentionCase& c) {
+  const AttentionProblem problem = problem_of(c);
+  const AttentionInputs inputs = generate_inputs(problem, c.data, c.seed, c.injection);
+  const ReferenceAttention reference =
+      reference_attention(problem, {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr});
+  const AttentionCase dense_case = dense_version(c);
+  const AttentionProblem dense = problem_of(dense_case);
+  const AttentionInputs dense_inputs = generate_inputs(dense, c.data, c.seed, c.injection);
+  for (std::int64_t b = 0; b < c.batch; ++b) {
+    for (std::int64_t h = 0; h < c.heads; ++h) {
+      for (std::int64_t i = 0; i < c.seq_len_q; ++i) {
+        const std::int64_t row_index = (b * c.heads + h) * c.seq_len_q + i;
+        const bool exists = c.seq_lens_q.empty() || i < c.seq_lens_q[b];
+        const NaiveRow naive = exists ? naive_row(c, dense, dense_inputs, b, h, i) : NaiveRow{};
+        if (exists && std::isinf(naive.log_sum_exp)) {
+          EXPECT_EQ(reference.log_sum_exp[row_index], naive.log_sum_exp);
+        } else if (exists) {
+          EXPECT_NEAR(reference.log_sum_exp[row_index], naive.log_sum_exp,
+                      1e-9 * (1.0 + std::fabs(naive.log_sum_exp)))
+              << describe_case(c) << " row " << b << "," << h << "," << i;
+        }
+        for (std::int64_t d = 0; d < c.head_dim; ++d) {
+          const double expected = exists ? naive.output[d] : 0.0;
+          ASSERT_NEAR(reference.output[row_index * c.head_dim + d], expected,
+                      1e-9 * (1.0 + std::fabs(expected)))
+              << describe_case(c) << " element " << b << "," << h << "," << i << "," << d;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace variants
+
+TEST(ReferenceAttention, SlidingWindowsSoftcapAlibiAndLogSumExpMatchANaiveLoop) {
+  AttentionCase c;
+  c.batch = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.seq_len_q = 37;
+  c.seq_len_k = 53;
+  c.head_dim = 32;
+  c.window_left = 5;
+  c.window_right = 2;
+  variants::expect_matches_naive(c);
+  c.causal = true;  // caps the right side at the diagonal
+  variants::expect_matches_naive(c);
+  c.window_right = -1;
+  c.softcap = 3.0;
+  c.data = DataDistribution::large_scores;
+  variants::expect_matches_naive(c);
+  c.alibi = true;
+  c.window_left = -1;
+  variants::expect_matches_naive(c);
+  c.causal = false;
+  c.seq_len_q = 60;  // more queries than keys: ALiBi's distance from the shifted diagonal
+  variants::expect_matches_naive(c);
+}
+
+TEST(ReferenceAttention, PackedAndPagedCasesMatchTheNaiveLoopOnTheirDenseData) {
+  AttentionCase c;
+  c.batch = 4;
+  c.heads = 2;
+  c.kv_heads = 1;
+  c.seq_len_q = 70;
+  c.seq_len_k = 90;
+  c.head_dim = 32;
+  c.seq_lens_q = {70, 0, 1, 33};
+  variants::expect_matches_naive(c);
+  c.seq_lens_k = {90, 5, 0, 64};
+  c.causal = true;
+  variants::expect_matches_naive(c);
+  c.page_size = 16;  // the last page of each sequence partial; pages shuffled in the pool
+  c.layout = Layout::bhsd;
+  c.row_padding = 8;
+  variants::expect_matches_naive(c);
+  c.seq_lens_q.clear();
+  c.seq_lens_k.clear();
+  c.page_size = 64;
+  variants::expect_matches_naive(c);
+}
+
+TEST(ReferenceAttention, ARowThatSeesNoKeyHasLogSumExpMinusInfinity) {
+  AttentionCase c;
+  c.seq_len_q = 8;
+  c.seq_len_k = 4;
+  c.head_dim = 32;
+  c.causal = true;  // rows 0..3 see no key (bottom-right aligned)
+  const AttentionProblem problem = problem_of(c);
+  const AttentionInputs inputs = generate_inputs(problem, c.data, c.seed);
+  const ReferenceAttention reference =
+      reference_attention(problem, {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(reference.log_sum_exp[i], -INFINITY) << i;
+  for (int i = 4; i < 8; ++i) EXPECT_TRUE(std::isfinite(reference.log_sum_exp[i])) << i;
 }
 
 }  // namespace
