@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <numbers>
 #include <span>
@@ -483,10 +482,9 @@ std::vector<std::uint16_t> poisoned_buffer(std::int64_t span, const TensorStride
 
 // Copies the rows that exist (row s < the sequence's length) of a dense tensor into `placed`:
 // `offset(b, s)` is where the problem keeps row s of sequence b.
-template <typename Offset>
+template <typename Offset, typename LengthOf>
 void copy_rows(const std::vector<std::uint16_t>& dense, const TensorShape& shape,
-               std::int64_t heads_stride, Offset offset,
-               const std::function<std::int64_t(std::int64_t)>& length_of,
+               std::int64_t heads_stride, Offset offset, LengthOf length_of,
                std::vector<std::uint16_t>& placed) {
   for (std::int64_t b = 0; b < shape.batch; ++b) {
     for (std::int64_t s = 0; s < length_of(b); ++s) {

@@ -97,11 +97,6 @@ struct ProblemShape {
 
   ATTNFUZZ_PROBLEM_HD std::int64_t group_size() const { return heads / kv_heads; }
   ATTNFUZZ_PROBLEM_HD bool paged() const { return page_size > 0; }
-  // Whether any variant is on: the cases whose meaning goes beyond dense attention.
-  bool has_variants() const {
-    return window_left >= 0 || window_right >= 0 || softcap > 0.0 || alibi || return_lse ||
-           varlen_q || varlen_k || paged();
-  }
 };
 
 // ---- addressing and masking, for host and device code alike ----

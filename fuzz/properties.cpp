@@ -15,6 +15,7 @@
 
 #include "case/case_codec.h"
 #include "core/clock.h"
+#include "core/problem_features.h"
 #include "core/splitmix.h"
 #include "core/write_file_atomically.h"
 #include "fuzz/case_generator.h"
@@ -422,7 +423,7 @@ std::optional<std::string> check_property(Property property, const AttentionCase
   subject.numerics = settings.numerics;
   // The metamorphic relations are written for dense tensors without a window or a bias: a case
   // with a variant is checked against the oracle (matches_oracle) alone.
-  if (subject.problem.has_variants()) return std::nullopt;
+  if (features_of(subject.problem) != 0) return std::nullopt;
   switch (property) {
     case Property::key_value_permutation:
       return check_permutation(subject);

@@ -131,14 +131,12 @@ RowBlock locate_block(const AttentionProblem& problem, std::int64_t item, std::i
       std::clamp<std::int64_t>(problem.seq_len_q_of(where.batch) - where.first_row, 0, where.rows);
   where.keys = 0;
   if (where.live_rows > 0) {
-    // A row's last visible key never moves back as rows go down (causal and window alike).
+    // Both ends of a row's keys move right as rows go down (causal and window alike), and a row
+    // sees none only when its end is at or before key 0: the block's last row sees the most, and
+    // when it sees none neither does any row above it.
     const KeyRange last =
         problem.visible_keys_of(where.batch, where.first_row + where.live_rows - 1);
     where.keys = last.empty() ? 0 : last.end;
-    for (std::int64_t row = 0; row < where.live_rows && where.keys == 0; ++row) {
-      const KeyRange range = problem.visible_keys_of(where.batch, where.first_row + row);
-      if (!range.empty()) where.keys = std::max(where.keys, range.end);
-    }
   }
   return where;
 }

@@ -8,6 +8,7 @@
 #include "case/data_distribution.h"
 #include "core/clock.h"
 #include "core/harness_error.h"
+#include "core/problem_features.h"
 #include "core/text.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/flash_tile_traits.h"
@@ -213,9 +214,9 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   // The cuBLAS oracle computes dense attention only: a case with a variant (varlen, paging,
   // windows, soft-capping, ALiBi, the log-sum-exp) is judged on the CPU, and its report says so.
   const bool use_cublas =
-      !problem.has_variants() && (settings_.oracle == OracleChoice::cuda ||
-                                  (settings_.oracle == OracleChoice::auto_select && on_device &&
-                                   attention_flops(problem) >= kDeviceOracleMinFlops));
+      features_of(problem) == 0 && (settings_.oracle == OracleChoice::cuda ||
+                                    (settings_.oracle == OracleChoice::auto_select && on_device &&
+                                     attention_flops(problem) >= kDeviceOracleMinFlops));
   // Kept from case to case: the oracle overwrites every element, and storage that is already the
   // right size costs neither an allocation nor page faults (its arrays are tens of MiB per case).
   thread_local ReferenceAttention reference;
