@@ -90,8 +90,13 @@ AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64
         problem.pages, splitmix64_step(static_cast<std::uint64_t>(problem.batch) * 0x10001u ^
                                        static_cast<std::uint64_t>(problem.page_size) << 20 ^
                                        static_cast<std::uint64_t>(problem.seq_len_k)));
+    // The spare page (the one no sequence uses) is the shuffled list's last entry: it also fills
+    // the guard entries after the table, so that a kernel indexing past a sequence's pages reads
+    // poison rather than past the array.
+    const std::int32_t spare_page = problem.block_table.back();
     problem.block_table.resize(
         static_cast<std::size_t>(problem.batch * problem.pages_per_sequence));
+    problem.block_table.resize(problem.block_table.size() + kBlockTableGuardEntries, spare_page);
     problem.k_strides = make_strides(layout, problem.page_size, problem.kv_heads, dim, row_padding);
   } else {
     problem.pages = problem.pages_per_sequence = 0;

@@ -162,13 +162,19 @@ ATTNFUZZ_PROBLEM_HD inline std::int64_t alibi_distance(std::int64_t i, std::int6
   return distance < 0 ? -distance : distance;
 }
 
+// Entries after a paged problem's block table, each naming the pool's spare page: a kernel that
+// reads past a sequence's last page (up to a key tile of 256 keys in pages of one row) reads
+// poison, which the comparison catches, instead of whatever lies past the array.
+inline constexpr std::size_t kBlockTableGuardEntries = 256;
+
 // The problem and the index arrays its variants need (host memory; empty when unused).
 struct AttentionProblem : ProblemShape {
   // Per-sequence lengths (varlen); empty: every sequence has seq_len_q (seq_len_k) rows.
   std::vector<std::int64_t> seq_lens_q, seq_lens_k;
   std::vector<std::int32_t> cu_seqlens_q, cu_seqlens_k;  // [batch + 1] prefix sums when varlen
-  std::vector<std::int32_t> block_table;                 // [batch][pages_per_sequence] when paged
-  std::vector<float> alibi_slopes;                       // [heads] when alibi
+  // [batch][pages_per_sequence] when paged, then kBlockTableGuardEntries naming the spare page.
+  std::vector<std::int32_t> block_table;
+  std::vector<float> alibi_slopes;  // [heads] when alibi
 
   std::int64_t seq_len_q_of(std::int64_t b) const {
     return sequence_length(varlen_q, seq_len_q, cu_seqlens_q.data(), b);

@@ -121,7 +121,9 @@ typedef struct attnfuzz_tensors_v2 {
   /* Index arrays, in the plugin's memory site; NULL when the problem does not use them. */
   const int32_t* cu_seqlens_q; /* [batch + 1] when varlen_q */
   const int32_t* cu_seqlens_k; /* [batch + 1] when varlen_k */
-  const int32_t* block_table;  /* [batch * pages_per_sequence] when page_size > 0 */
+  /* [batch * pages_per_sequence] when page_size > 0, then 256 guard entries naming a page that no
+   * sequence uses (its rows are poison) */
+  const int32_t* block_table;
   const float* alibi_slopes;   /* [heads] when alibi */
   float* lse;                  /* the log-sum-exp output when return_lse */
 } attnfuzz_tensors_v2;

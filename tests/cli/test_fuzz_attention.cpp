@@ -753,25 +753,39 @@ TEST_F(FuzzAttention, CasePatternsSelectEveryMatchingCaseOnceInMatrixOrder) {
 namespace attnfuzz {
 namespace {
 
-// Every planted bug of cpu_flash makes the shipped edge matrix fail, through the real binary.
+// Every planted bug of cpu_flash makes its shipped matrix fail, through the real binary: the edge
+// matrix, or for a variant's bug the variants' matrix (the edges are dense cases).
 class FuzzAttentionPlant : public FuzzAttention,
                            public ::testing::WithParamInterface<PlantedBugInfo> {};
 
-TEST_P(FuzzAttentionPlant, FailsTheEdgeMatrixAndNamesTheFirstFailingElement) {
+// The plants that only a variant can show, and so only variants.json catches.
+constexpr PlantedBug kVariantPlants[] = {
+    PlantedBug::varlen_offset_wrong_end, PlantedBug::block_table_logical_page,
+    PlantedBug::window_edge_off_by_one,  PlantedBug::softcap_before_scale,
+    PlantedBug::alibi_top_left,          PlantedBug::lse_log2,
+};
+
+std::string shipped_matrix_for(PlantedBug bug) {
+  const bool variant = std::find(std::begin(kVariantPlants), std::end(kVariantPlants), bug) !=
+                       std::end(kVariantPlants);
+  return std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/" +
+         (variant ? "variants.json" : "edges.json");
+}
+
+TEST_P(FuzzAttentionPlant, FailsItsShippedMatrixAndNamesTheFirstFailingElement) {
   if (!cpu_flash_kernel().carries(GetParam().bug)) GTEST_SKIP() << "not a cpu_flash plant";
   if (GetParam().detector != PlantDetector::comparison) {
     GTEST_SKIP() << GetParam().name << " leaves the outputs as they are: not this test's to find";
   }
-  const RunResult result =
-      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
-          " --quiet --plant " + std::string(GetParam().name));
+  const RunResult result = run("--configs " + quoted(shipped_matrix_for(GetParam().bug)) +
+                               " --quiet --plant " + std::string(GetParam().name));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  // The reason names an element: the first beyond its bound, the worst one when only
-  // FlashAttention's rule failed (an error spread thinly over every element), or the first that
-  // differs between two runs; or, for the bias test, which way the errors lean.
-  EXPECT_THAT(result.out,
-              ::testing::ContainsRegex("reason: (nondeterministic: |.*worst )?element \\(b=|"
-                                       "reason: rounding bias: the errors lean"));
+  // The reason names an element or a log-sum-exp row: the first beyond its bound, the worst one
+  // when only FlashAttention's rule failed (an error spread thinly over every element), or the
+  // first that differs between two runs; or, for the bias test, which way the errors lean.
+  EXPECT_THAT(result.out, ::testing::ContainsRegex(
+                              "reason: (nondeterministic: |.*worst )?(element|log-sum-exp of row) "
+                              "\\(b=|reason: rounding bias: the errors lean"));
   EXPECT_THAT(result.out, HasSubstr("--plant " + std::string(GetParam().name)));
 }
 

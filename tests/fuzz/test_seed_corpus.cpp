@@ -10,6 +10,7 @@
 #include "case/case_codec.h"
 #include "case/work_cap.h"
 #include "core/file_io.h"
+#include "core/problem_features.h"
 #include "run/case_runner.h"
 
 namespace attnfuzz {
@@ -20,6 +21,7 @@ TEST(SeedCorpus, EverySeedDecodesUnderTheWorkCapAsSavedAndRunsOnCpuFlash) {
   settings.backend = Backend::cpu;
   const CaseRunner runner(settings);
   int seeds = 0, passed = 0, long_rows = 0;
+  std::uint32_t features_seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(
            std::filesystem::path(ATTNFUZZ_SOURCE_DIR) / "corpus" / "seeds")) {
     const std::string bytes = read_file(entry.path());
@@ -39,10 +41,13 @@ TEST(SeedCorpus, EverySeedDecodesUnderTheWorkCapAsSavedAndRunsOnCpuFlash) {
     ++seeds;
     if (result.status == CaseStatus::pass) ++passed;
     if (seed->seq_len_k > 1024) ++long_rows;
+    features_seen |= features_of(problem_of(*seed));
   }
   EXPECT_GE(seeds, 150);
   EXPECT_GE(passed, seeds * 9 / 10);
   EXPECT_GE(long_rows, 10);  // the long rows of edges.json, fitted but long
+  // The cases of variants.json: every variant has seeds for the fuzzer to mutate from.
+  EXPECT_EQ(features_seen, kAllProblemFeatures);
 }
 
 }  // namespace

@@ -465,9 +465,12 @@ RC_GTEST_PROP(CpuFlashPlants, ABlockTableIndexedByTheLogicalPageIsAlwaysCaught, 
   // permutation of whole pages of keys (each with its values) leaves attention unchanged.
   const AttentionProblem problem = problem_of(attention_case);
   std::vector<bool> named(static_cast<std::size_t>(problem.pages), false);
-  for (const std::int32_t page : problem.block_table) named[static_cast<std::size_t>(page)] = true;
+  const std::int64_t table_entries = problem.batch * problem.pages_per_sequence;
+  for (std::int64_t entry = 0; entry < table_entries; ++entry) {
+    named[static_cast<std::size_t>(problem.block_table[static_cast<std::size_t>(entry)])] = true;
+  }
   const auto spare = std::find(named.begin(), named.end(), false) - named.begin();
-  RC_PRE(spare < static_cast<std::ptrdiff_t>(problem.block_table.size()));
+  RC_PRE(spare < table_entries);
   const CaseResult result = run_case(attention_case, PlantedBug::block_table_logical_page);
   RC_ASSERT(result.status == CaseStatus::fail);
 }

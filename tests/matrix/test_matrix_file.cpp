@@ -501,7 +501,7 @@ INSTANTIATE_TEST_SUITE_P(MatrixFile, BadCaseField, ::testing::ValuesIn(kBadCaseF
 
 TEST(MatrixFile, BuiltInMatrixNamesListTheShippedFiles) {
   const std::vector<std::string> names = built_in_matrix_names();
-  for (const char* name : {"edges.json", "pr.json", "seed27.json"}) {
+  for (const char* name : {"edges.json", "pr.json", "seed27.json", "variants.json"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
 }
@@ -511,17 +511,21 @@ TEST(MatrixFile, UnknownBuiltInMatrixIsAnError) {
 }
 
 // Edges first: they are small and catch most bugs, so a failing PR run with --fail-fast stops in
-// seconds instead of after the seed's large cases.
-TEST(MatrixFile, BuiltInPrIsEdgesFollowedBySeed27) {
+// seconds instead of after the seed's large cases. The variants come next, as small as the edges.
+TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenSeed27) {
   const CaseMatrix pr = load_built_in_matrix("pr.json");
   EXPECT_EQ(pr.name, "pr");
   EXPECT_EQ(pr.source, "built-in:pr.json");
   std::vector<AttentionCase> expected = edges_cases();
+  const std::size_t edges = expected.size();
+  const std::vector<AttentionCase> variants = load_built_in_matrix("variants.json").cases;
+  for (const AttentionCase& c : variants) expected.push_back(c);
   for (const AttentionCase& c : load_built_in_matrix("seed27.json").cases) expected.push_back(c);
   EXPECT_EQ(pr.cases.size(), expected.size());
   EXPECT_TRUE(same_cases(pr.cases, expected));
   EXPECT_EQ(pr.cases.front().id, "edges/0");
-  EXPECT_EQ(pr.cases[expected.size() - 27].id, "seed27/0");
+  EXPECT_EQ(pr.cases[edges].id, "variants/0");
+  EXPECT_EQ(pr.cases[edges + variants.size()].id, "seed27/0");
 }
 
 TEST(MatrixFile, EveryShippedFileLoadsFromDiskAndEqualsItsBuiltInCopy) {
