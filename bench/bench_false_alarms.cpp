@@ -2,16 +2,19 @@
 // The false-alarm run: many random valid cases on a correct kernel, counting the cases the
 // harness fails. Every case is checked against the oracle with every check a run makes (the
 // element bound, FlashAttention's rule, the bias test, the determinism check's second run);
-// every tenth also against every metamorphic property. Cases are drawn as the property search
-// draws them: other softmax scales, long rows, head dims no built-in kernel supports. A harness
-// that cries wolf is worse than none: the count must be zero.
+// every tenth dense one also against every metamorphic property. Cases are drawn as the property
+// search draws them: other softmax scales, long rows, decode steps (the split-KV path), head dims
+// no built-in kernel supports, and the attention variants (packed and paged, windows, softcap,
+// ALiBi, the log-sum-exp) each on about half the time. A harness that cries wolf is worse than
+// none: the count must be zero.
 //
 //   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J]
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
 // single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
-// and reason), coverage by distribution and dtype, the worst error_ratio and bias ratio seen, the
-// skips by cause and the throughput. SIGINT or SIGTERM stops it early: the cases under way finish
-// and the summary covers the cases run. Exit code 1 when there was any false alarm.
+// and reason), coverage by distribution and dtype and by variant, the worst error_ratio and bias
+// ratio seen, the skips by cause and the throughput. SIGINT or SIGTERM stops it early: the cases
+// under way finish and the summary covers the cases run. Exit code 1 when there was any false
+// alarm.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,6 +30,7 @@
 #include "case/case_codec.h"
 #include "core/clock.h"
 #include "core/parallel_for.h"
+#include "core/problem_features.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
 
@@ -37,6 +41,7 @@ namespace {
 struct Tally {
   long long cases = 0;
   std::map<std::string, long long> checked_by_class;
+  std::map<std::string, long long> checked_by_feature;
   std::map<std::string, long long> skipped_by_cause;
   long long false_alarms = 0, skipped = 0, property_checks = 0;
   double worst_ratio = 0.0, worst_bias_ratio = 0.0;
@@ -45,6 +50,7 @@ struct Tally {
   void merge(const Tally& other) {
     cases += other.cases;
     for (const auto& [name, count] : other.checked_by_class) checked_by_class[name] += count;
+    for (const auto& [name, count] : other.checked_by_feature) checked_by_feature[name] += count;
     for (const auto& [name, count] : other.skipped_by_cause) skipped_by_cause[name] += count;
     false_alarms += other.false_alarms;
     skipped += other.skipped;
@@ -72,7 +78,8 @@ void report_false_alarm(std::string_view check, const AttentionCase& attention_c
   std::fflush(stdout);
 }
 
-// Case `index` of the run: against the oracle, and every tenth against every property.
+// Case `index` of the run: against the oracle, and every tenth against every property (which
+// passes over a case with a variant: the relations are written for dense cases).
 void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, long long index,
                 const RunSettings& settings, Tally& tally) {
   const AttentionCase attention_case =
@@ -86,6 +93,13 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
   }
   ++tally.checked_by_class[std::string(distribution_name(attention_case.data)) + " " +
                            std::string(dtype_name(attention_case.dtype))];
+  const AttentionProblem problem = problem_of(attention_case);
+  for (const ProblemFeatureInfo& info : kProblemFeatures) {
+    if (info.used_by(problem)) ++tally.checked_by_feature[std::string(info.name)];
+  }
+  if (attention_case.seq_len_q <= 8 && attention_case.seq_len_k > 256) {
+    ++tally.checked_by_feature["decode shapes (split-KV in flash kernels)"];
+  }
   tally.worst_bias_ratio = std::max(tally.worst_bias_ratio, result.comparison.bias.ratio);
   if (result.comparison.error_ratio > tally.worst_ratio) {
     tally.worst_ratio = result.comparison.error_ratio;
@@ -125,12 +139,13 @@ int main(int argc, char** argv) {
   set_default_thread_count(1);  // one case per thread: the jobs are the parallelism
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 256,
-                                                       .distributions = {},
-                                                       .injections = true,
-                                                       .other_scales = true,
-                                                       .long_rows = true,
-                                                       .other_head_dims = true});
+  const rc::Gen<AttentionCase> generator = with_variants(small_case({.max_seq_len = 256,
+                                                                     .distributions = {},
+                                                                     .injections = true,
+                                                                     .other_scales = true,
+                                                                     .long_rows = true,
+                                                                     .other_head_dims = true,
+                                                                     .decode_steps = true}));
   std::vector<Tally> tallies(static_cast<std::size_t>(jobs));
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
@@ -155,6 +170,9 @@ int main(int argc, char** argv) {
   std::printf("\ncases checked against the oracle, by distribution and dtype:\n");
   for (const auto& [name, count] : total.checked_by_class)
     std::printf("  %-28s %lld\n", name.c_str(), count);
+  std::printf("cases checked against the oracle, by variant:\n");
+  for (const auto& [name, count] : total.checked_by_feature)
+    std::printf("  %-44s %lld\n", name.c_str(), count);
   std::printf("worst error_ratio: %.3f  %s\n", total.worst_ratio, total.worst_case.c_str());
   std::printf("worst bias ratio (1 fails): %.3f\n", total.worst_bias_ratio);
   for (const auto& [cause, count] : total.skipped_by_cause)

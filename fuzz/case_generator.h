@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 #include "case/attention_case.h"
@@ -62,6 +63,7 @@ struct CaseLimits {
   bool long_rows = false;        // 1 case in 8 with 1025 to 8192 keys, fitted under the work cap
   bool other_head_dims = false;  // 1 case in 8 with a head dim no built-in kernel supports:
                                  // 16, 80, 160 or 192 (a plugin's, perhaps)
+  bool decode_steps = false;     // 1 case in 8 a decode step: a few query rows, 257+ keys
 };
 
 // softmax_scale as a multiple of the default 1/sqrt(head_dim), or 0 (the default itself) 3 times
@@ -79,6 +81,17 @@ inline rc::Gen<std::int64_t> long_row_length() {
       {1, uniform<std::int64_t>(1025, 8193)},
       {1, choice<std::int64_t>({1025, 2047, 2048, 2049, 4095, 4096, 4097, 8192})},
   });
+}
+
+// A decode step's query rows and keys: one row most often, up to the 8 of speculative decoding;
+// more than the 256 keys past which flash kernels split the keys (flash_tile_traits.h), at and
+// around the split and tile edges, or up to 4096.
+inline rc::Gen<std::pair<std::int64_t, std::int64_t>> decode_step() {
+  return rc::gen::pair(choice<std::int64_t>({1, 1, 1, 2, 3, 4, 7, 8}),
+                       rc::gen::weightedOneOf<std::int64_t>({
+                           {1, uniform<std::int64_t>(257, 4097)},
+                           {1, choice<std::int64_t>({257, 511, 512, 513, 1000, 2049, 4096})},
+                       }));
 }
 
 // No injection 3 times in 4; otherwise 1 to 8 elements of one tensor set to one kind. Shrinks
@@ -123,12 +136,18 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       sequence_length(limits.max_seq_len),                  // seq_len_q
       rc::gen::maybe(sequence_length(limits.max_seq_len)),  // seq_len_k (nothing: = seq_len_q)
       head_dim);                                            // head_dim
-  // What the wider axes add: a scale factor and a long row length (0: none), shrinking to none.
-  const auto wider = rc::gen::pair(
+  // What the wider axes add: a scale factor, a long row length (0: none) and a decode step's
+  // rows and keys ({0, 0}: none), shrinking to none.
+  const rc::Gen<std::pair<std::int64_t, std::int64_t>> no_decode_step =
+      rc::gen::just(std::pair<std::int64_t, std::int64_t>{0, 0});
+  const auto wider = rc::gen::tuple(
       limits.other_scales ? scale_factor() : rc::gen::just(0.0),
       limits.long_rows ? rc::gen::weightedOneOf<std::int64_t>(
                              {{7, rc::gen::just<std::int64_t>(0)}, {1, long_row_length()}})
-                       : rc::gen::just<std::int64_t>(0));
+                       : rc::gen::just<std::int64_t>(0),
+      limits.decode_steps ? rc::gen::weightedOneOf<std::pair<std::int64_t, std::int64_t>>(
+                                {{7, no_decode_step}, {1, decode_step()}})
+                          : no_decode_step);
   const auto numerics_and_data = rc::gen::tuple(
       choice<Dtype>({Dtype::fp16, Dtype::bf16}), choice<bool>({false, true}),  // dtype, causal
       choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
@@ -136,7 +155,7 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
   return rc::gen::map(rc::gen::tuple(shape, numerics_and_data, wider), [](const auto& choices) {
     const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = std::get<0>(choices);
     const auto& [dtype, causal, layout, row_padding, data, seed] = std::get<1>(choices);
-    const auto& [scale_multiple, long_row] = std::get<2>(choices);
+    const auto& [scale_multiple, long_row, decode] = std::get<2>(choices);
     AttentionCase attention_case;
     attention_case.id = "generated";
     attention_case.batch = batch;
@@ -158,6 +177,10 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
     if (long_row != 0) {
       attention_case.seq_len_k = long_row;
       attention_case = fit_to_work_cap(attention_case);  // the row stays long, the rest gives way
+    } else if (decode.first != 0) {
+      attention_case.seq_len_q = decode.first;
+      attention_case.seq_len_k = decode.second;
+      attention_case = fit_to_work_cap(attention_case);
     }
     return attention_case;
   });

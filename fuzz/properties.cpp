@@ -344,7 +344,8 @@ rc::Gen<AttentionCase> generator_for(Property property) {
                                              .injections = true,
                                              .other_scales = true,
                                              .long_rows = true,
-                                             .other_head_dims = true});
+                                             .other_head_dims = true,
+                                             .decode_steps = true});
   // The oracle comparison covers the attention variants; the metamorphic relations are written
   // for dense cases.
   if (property == Property::matches_oracle) cases = with_variants(std::move(cases));

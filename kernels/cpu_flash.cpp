@@ -9,7 +9,10 @@
 //     acc = acc * exp(m - m_new) + round_to_dtype(P) V_tile     (P in the input dtype, as the
 //                                                                tensor cores take it; fp32 acc)
 //   O = round_to_dtype(acc / l), 0 for rows that saw no key.
-// Tile sizes come from flash_tile_traits.h, shared with the CUDA kernel.
+// Tile sizes come from flash_tile_traits.h, shared with the CUDA kernel, and so does the split-KV
+// plan: a decode-shaped problem (one query tile, many keys) runs its key tiles in splits, each
+// leaving an fp32 partial output and log-sum-exp that a combine step merges, as the CUDA kernel's
+// separate CTAs and combine kernel do.
 //
 // Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
 // every bug of the algorithm (the GPU-only ones have no CPU counterpart). Each changes a line or
@@ -60,6 +63,10 @@ struct TileWorkspace {
   std::array<float, kLargestBlockN> scores{};
   std::array<float, kLargestBlockM> row_max{};
   std::array<float, kLargestBlockM> row_sum{};
+  // Split-KV: each split's partial output and log-sum-exp, [split][block_m][head_dim],
+  // [split][block_m].
+  std::vector<float> split_output;
+  std::vector<float> split_log_sum_exp;
 };
 
 // One forward call: what all of its query tiles share.
@@ -70,6 +77,7 @@ struct FlashCall {
   const FlashTileConfig& tiles;
   std::span<const float> widen;        // element bits -> fp32
   const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
+  KvSplitPlan split;                   // of the key tiles (one split: the single-pass path)
 };
 
 // One query tile of one (batch, head): where it lies and which keys it reads.
@@ -323,42 +331,114 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
   }
 }
 
+// Row `row` of the output from its fp32 values, converted to the input dtype.
+ATTNFUZZ_KERNEL_STAGE void store_output_row(const FlashCall& call, const QueryTile& tile, int row,
+                                            const float* values) {
+  const AttentionProblem& problem = call.problem;
+  const bool toward_zero = output_rounds_toward_zero(call.plant);
+  std::uint16_t* o_row = tile.o_head + (tile.first_row + row) * problem.o_strides.seq;
+  for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+    o_row[d] = toward_zero ? float_to_dtype_toward_zero(values[d], problem.dtype)
+                           : float_to_dtype(values[d], problem.dtype);
+    if (o_row + d == call.flaky_element) o_row[d] ^= 1u;
+  }
+}
+
 // O = acc / l in the input dtype, 0 for rows that saw no key.
 ATTNFUZZ_KERNEL_STAGE void store_output_tile(const FlashCall& call, const QueryTile& tile,
-                                             const TileWorkspace& work) {
+                                             TileWorkspace& work) {
   const AttentionProblem& problem = call.problem;
   const std::int64_t dim = problem.head_dim;
-  const bool toward_zero = output_rounds_toward_zero(call.plant);
   for (int row = 0; row < tile.rows; ++row) {
     const float row_sum = work.row_sum[row];
     const bool saw_no_key = row_saw_no_key(row_sum);
     const float inverse = 1.0f / row_sum;
-    std::uint16_t* o_row = tile.o_head + (tile.first_row + row) * problem.o_strides.seq;
     if (problem.return_lse) {
-      const std::int64_t lse_row =
-          problem.varlen_q
-              ? packed_sequence_start(call.tensors.cu_seqlens_q, tile.batch, call.plant) +
-                    tile.first_row + row
-              : tile.batch * problem.lse_strides.batch + tile.first_row + row;
-      call.tensors.lse[lse_row + tile.head * problem.lse_strides.head] =
+      call.tensors.lse[log_sum_exp_index(call.problem, call.tensors.cu_seqlens_q, tile.batch,
+                                         tile.head, tile.first_row + row, call.plant)] =
           stored_log_sum_exp(work.row_max[row], row_sum, call.plant);
     }
+    float* values = &work.accumulator[row * dim];
     for (std::int64_t d = 0; d < dim; ++d) {
-      const float value =
-          output_value(work.accumulator[row * dim + d] * inverse, saw_no_key, call.plant);
-      o_row[d] = toward_zero ? float_to_dtype_toward_zero(value, problem.dtype)
-                             : float_to_dtype(value, problem.dtype);
-      if (o_row + d == call.flaky_element) o_row[d] ^= 1u;
+      values[d] = output_value(values[d] * inverse, saw_no_key, call.plant);
     }
+    store_output_row(call, tile, row, values);
+  }
+}
+
+// Split `split`'s partial output, acc / l in fp32 (0 for a row that saw none of its keys), and its
+// natural log-sum-exp (-inf for such a row), kept for the combine.
+ATTNFUZZ_KERNEL_STAGE void keep_split_partial(const FlashCall& call, const QueryTile& tile,
+                                              int split, TileWorkspace& work) {
+  const std::int64_t dim = call.problem.head_dim;
+  const int block_m = call.tiles.block_m;
+  for (int row = 0; row < tile.rows; ++row) {
+    const float row_sum = work.row_sum[row];
+    const bool saw_no_key = row_saw_no_key(row_sum);
+    const float inverse = 1.0f / row_sum;
+    work.split_log_sum_exp[split * block_m + row] =
+        saw_no_key ? kNegativeInfinity : work.row_max[row] + std::log(row_sum);
+    float* partial = &work.split_output[(split * block_m + row) * dim];
+    for (std::int64_t d = 0; d < dim; ++d) {
+      partial[d] = output_value(work.accumulator[row * dim + d] * inverse, saw_no_key, call.plant);
+    }
+  }
+}
+
+// The combine: lse = log(sum_s exp(lse_s)), O = sum_s exp(lse_s - lse) O_s, stored in the dtype;
+// a row that no split saw a key for gets lse -inf and O = 0 (the sum of the splits' zeros).
+ATTNFUZZ_KERNEL_STAGE void combine_splits(const FlashCall& call, const QueryTile& tile,
+                                          TileWorkspace& work) {
+  const AttentionProblem& problem = call.problem;
+  const std::int64_t dim = problem.head_dim;
+  const int block_m = call.tiles.block_m;
+  const int splits = call.split.splits;
+  const bool weighted = weights_splits_by_log_sum_exp(call.plant);
+  float* merged = work.accumulator.data();  // reused: one row of head_dim floats at a time
+  for (int row = 0; row < tile.rows; ++row) {
+    float largest = kNegativeInfinity;
+    int splits_with_keys = 0;
+    for (int split = 0; split < splits; ++split) {
+      const float lse = work.split_log_sum_exp[split * block_m + row];
+      largest = std::max(largest, lse);
+      if (lse > kNegativeInfinity) ++splits_with_keys;
+    }
+    float log_sum_exp = kNegativeInfinity;
+    if (splits_with_keys > 0) {
+      float sum = 0.0f;
+      for (int split = 0; split < splits; ++split) {
+        sum += std::exp(work.split_log_sum_exp[split * block_m + row] - largest);
+      }
+      log_sum_exp = largest + std::log(sum);
+    }
+    std::fill_n(merged, dim, 0.0f);
+    for (int split = 0; split < splits; ++split) {
+      const float lse = work.split_log_sum_exp[split * block_m + row];
+      // A split without keys weighs 0: exp(-inf) = 0 (or, when no split saw a key, its zeros
+      // are summed with weight 1 so that a planted NaN still shows).
+      const float weight = splits_with_keys == 0     ? 1.0f
+                           : weighted                ? std::exp(lse - log_sum_exp)
+                           : lse > kNegativeInfinity ? 1.0f / static_cast<float>(splits_with_keys)
+                                                     : 0.0f;
+      const float* partial = &work.split_output[(split * block_m + row) * dim];
+      for (std::int64_t d = 0; d < dim; ++d) merged[d] += weight * partial[d];
+    }
+    if (problem.return_lse) {
+      call.tensors.lse[log_sum_exp_index(call.problem, call.tensors.cu_seqlens_q, tile.batch,
+                                         tile.head, tile.first_row + row, call.plant)] =
+          stored_merged_log_sum_exp(log_sum_exp, call.plant);
+    }
+    store_output_row(call, tile, row, merged);
   }
 }
 
 // Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time. Products of fp16/bf16
 // values are exact in fp32, and the kernels library builds with -ffp-contract=off, so every
 // clone computes bit-identical results.
-ATTNFUZZ_KERNEL_CLONES
-void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace& work) {
-  if (tile.rows <= 0) return;  // past its sequence's end
+// The online softmax of a query tile over its key tiles [first_key_tile, key_tiles), from a fresh
+// workspace.
+ATTNFUZZ_KERNEL_STAGE void run_key_tiles(const FlashCall& call, const QueryTile& tile,
+                                         TileWorkspace& work) {
   load_query_tile(call, tile, work);
   const auto key_tile_at = [&](std::int64_t index) {
     KeyTile key_tile{};
@@ -384,7 +464,34 @@ void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace&
     load_key_value_tile(call, tile, key_tile, work);
     for (int row = 0; row < tile.rows; ++row) add_key_tile_to_row(call, tile, key_tile, row, work);
   }
-  store_output_tile(call, tile, work);
+}
+
+// Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time. Products of fp16/bf16
+// values are exact in fp32, and the kernels library builds with -ffp-contract=off, so every
+// clone computes bit-identical results.
+ATTNFUZZ_KERNEL_CLONES
+void run_query_tile(const FlashCall& call, const QueryTile& tile, TileWorkspace& work) {
+  if (tile.rows <= 0) return;  // past its sequence's end
+  if (call.split.splits == 1) {
+    run_key_tiles(call, tile, work);
+    store_output_tile(call, tile, work);
+    return;
+  }
+  // Split-KV: each split runs the tile's key tiles that fall in its run, as its own CTA would.
+  const std::size_t block_m = static_cast<std::size_t>(call.tiles.block_m);
+  const std::size_t splits = static_cast<std::size_t>(call.split.splits);
+  work.split_output.resize(splits * block_m * static_cast<std::size_t>(call.problem.head_dim));
+  work.split_log_sum_exp.resize(splits * block_m);
+  for (int split = 0; split < call.split.splits; ++split) {
+    QueryTile part = tile;
+    part.first_key_tile = std::max(tile.first_key_tile, split * call.split.key_tiles_per_split);
+    part.key_tiles =
+        std::max(part.first_key_tile,
+                 std::min(tile.key_tiles, (split + 1) * call.split.key_tiles_per_split));
+    run_key_tiles(call, part, work);
+    keep_split_partial(call, part, split, work);
+  }
+  combine_splits(call, tile, work);
 }
 
 class CpuFlashKernel final : public AttentionKernel {
@@ -408,12 +515,14 @@ class CpuFlashKernel final : public AttentionKernel {
                PlantedBug plant) const override {
     static std::atomic<std::uint64_t> calls{0};
     const bool flaky = flips_last_element(calls.fetch_add(1), plant) && problem.query_rows() > 0;
+    const FlashTileConfig& tiles = *find_tile_config(problem.head_dim);
     const FlashCall call{problem,
                          tensors,
                          plant,
-                         *find_tile_config(problem.head_dim),
+                         tiles,
                          widening_table(problem.dtype),
-                         flaky ? tensors.o + last_output_element(problem) : nullptr};
+                         flaky ? tensors.o + last_output_element(problem) : nullptr,
+                         kv_split_plan(problem.seq_len_q, problem.seq_len_k, tiles)};
     const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, call.tiles.block_m, plant);
     const std::int64_t items = problem.batch * problem.heads * query_tiles;
     parallel_for(items, [&](std::int64_t item) {

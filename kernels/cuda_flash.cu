@@ -11,6 +11,14 @@
 //                                           is the A operand of the P V product (no trip to smem)
 // O = round(O / l), 0 for rows that saw no key.
 //
+// The attention variants (core/attention_problem.h) change where rows are and which keys a row
+// sees: packed (varlen) Q/O and K/V start at cu_seqlens, paged K/V rows are found through the block
+// table one row at a time as the tile is staged, sliding windows narrow both the key tiles read and
+// each row's mask, softcap and ALiBi transform the scaled scores, and the log-sum-exp is stored
+// per row. Decode shapes take the split-KV path (flash_tile_traits.h, kv_split_plan): the grid's
+// x axis runs over query tiles x splits, each split CTA writes an fp32 partial output and its
+// log-sum-exp to a workspace, and combine_splits merges them.
+//
 // Tiles come from flash_tile_traits.h, shared with the CPU twin cpu_flash, so both take the same
 // tail paths; the twin's planted bugs are planted here at the same places through the same rules
 // (flash_plant_rules.h), plus two that only a GPU kernel can have (a missing barrier, a store past
@@ -52,6 +60,11 @@ struct FlashParams {
   PlantedBug plant;
   const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
   std::uint8_t* coverage;  // kDeviceCoverageCount bytes when recording (device_coverage.h), or null
+  KvSplitPlan split;       // of the key tiles; splits == 1: each CTA writes its output itself
+  // Split-KV workspace: [batch][head][split][kBlockM] partial outputs of head_dim floats and
+  // log-sum-exps.
+  float* split_output;
+  float* split_log_sum_exp;
 };
 
 // Device-side coverage: one byte per point, set (never cleared) by any thread that takes the path.
@@ -133,11 +146,11 @@ __device__ inline void add_key_tile_scores(float (&scores)[4],
   }
 }
 
-// Copies `rows` rows of head_dim elements into a shared tile with row stride kHeadDim + kPadding;
-// rows from `valid_rows` on are zero (never read from global memory).
-template <int kHeadDim, int kRows>
-__device__ void load_tile(std::uint16_t* tile, const std::uint16_t* first_row,
-                          std::int64_t row_stride, int valid_rows, bool vector_loads) {
+// Copies `rows` rows of head_dim elements into a shared tile with row stride kHeadDim + kPadding,
+// row r from row_address(r); rows from `valid_rows` on are zero (never read from global memory).
+template <int kHeadDim, int kRows, typename RowAddress>
+__device__ void load_tile(std::uint16_t* tile, RowAddress row_address, int valid_rows,
+                          bool vector_loads) {
   constexpr int kStride = kHeadDim + kPadding;
   constexpr int kChunks = kHeadDim / 8;  // 8 elements = 16 bytes
   for (int index = threadIdx.x; index < kRows * kChunks; index += kThreads) {
@@ -148,7 +161,7 @@ __device__ void load_tile(std::uint16_t* tile, const std::uint16_t* first_row,
       *destination = make_uint4(0, 0, 0, 0);
       continue;
     }
-    const std::uint16_t* source = first_row + row * row_stride + column;
+    const std::uint16_t* source = row_address(row) + column;
     if (vector_loads) {
       *destination = __ldg(reinterpret_cast<const uint4*>(source));
     } else {
@@ -156,6 +169,13 @@ __device__ void load_tile(std::uint16_t* tile, const std::uint16_t* first_row,
       for (int e = 0; e < 8; ++e) elements[e] = __ldg(source + e);
     }
   }
+}
+
+__device__ inline std::int64_t larger(std::int64_t a, std::int64_t b) {
+  return a > b ? a : b;
+}
+__device__ inline std::int64_t smaller(std::int64_t a, std::int64_t b) {
+  return a < b ? a : b;
 }
 
 // Quad lanes (lane / 4 equal) hold the same two rows of an MMA accumulator.
@@ -186,30 +206,45 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   std::uint16_t* v_tile = k_tile + kBlockN * kStride;                       // [kBlockN][kStride]
 
   const PlantedBug plant = params.plant;
-  const std::int64_t query_tile = blockIdx.x;
+  const int splits = params.split.splits;
+  const std::int64_t query_tile = blockIdx.x / splits;
+  const int split = static_cast<int>(blockIdx.x % splits);
   const std::int64_t head = blockIdx.y;
   const std::int64_t batch = blockIdx.z;
+  const AttentionTensors& tensors = params.tensors;
+  // This sequence's rows: the problem's, or its own in a packed batch.
+  const std::int64_t seq_q =
+      sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, batch);
+  const std::int64_t seq_k =
+      sequence_length(problem.varlen_k, problem.seq_len_k, tensors.cu_seqlens_k, batch);
+  if (query_tile >= query_tile_count(seq_q, kBlockM, plant)) return;  // past its sequence's end
   const std::int64_t kv_head =
-      kv_head_of_query_head(head, problem.kv_heads, params.group_size, problem.seq_len_k, plant);
+      kv_head_of_query_head(head, problem.kv_heads, params.group_size, seq_k, plant);
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int group = lane / 4;      // the accumulator row this lane holds (and row + 8)
   const int quad_lane = lane % 4;  // which column pair of each n8 tile it holds
 
   const std::int64_t first_row = query_tile * kBlockM;
-  const int rows = rows_in_tile(first_row, kBlockM, problem.seq_len_q);
-  const std::int64_t diagonal_offset =
-      causal_diagonal_offset(problem.seq_len_q, problem.seq_len_k, plant);
-  const auto batch_start = [&](const TensorStrides& strides, std::int64_t seq_len,
-                               std::int64_t heads) {
-    return batch_offset(batch, strides.batch, seq_len, heads, kHeadDim, plant);
+  const int rows = rows_in_tile(first_row, kBlockM, seq_q);
+  const std::int64_t diagonal_offset = causal_diagonal_offset(seq_q, seq_k, plant);
+  const std::int64_t alibi_offset = alibi_diagonal_offset(seq_q, seq_k, plant);
+  const float alibi_slope = problem.alibi ? tensors.alibi_slopes[head] : 0.0f;
+  // Element [batch, 0, head, 0] of Q or O: packed from the sequence's first row, or batch-strided.
+  const auto query_head_start = [&](const TensorStrides& strides) {
+    const std::int64_t start =
+        problem.varlen_q
+            ? packed_sequence_start(tensors.cu_seqlens_q, batch, plant) * strides.seq
+            : batch_offset(batch, strides.batch, problem.seq_len_q, problem.heads, kHeadDim, plant);
+    return start + head * strides.head;
   };
 
   // ---- Q tile: shared memory, then A fragments in registers for the whole key loop ----
-  const std::uint16_t* q_base = params.tensors.q +
-                                batch_start(problem.q_strides, problem.seq_len_q, problem.heads) +
-                                head * problem.q_strides.head + first_row * problem.q_strides.seq;
-  load_tile<kHeadDim, kBlockM>(q_tile, q_base, problem.q_strides.seq, rows, params.vector_loads);
+  const std::uint16_t* q_base =
+      tensors.q + query_head_start(problem.q_strides) + first_row * problem.q_strides.seq;
+  load_tile<kHeadDim, kBlockM>(
+      q_tile, [&](int row) { return q_base + row * problem.q_strides.seq; }, rows,
+      params.vector_loads);
   __syncthreads();
   std::uint32_t q_fragment[kDimSteps][4];
   {
@@ -241,40 +276,73 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     for (int e = 0; e < 4; ++e) accumulator[tile][e] = 0.0f;
   }
 
-  // Key tiles this query tile needs: all of them, or up to the diagonal of its last row.
-  const std::int64_t keys_needed = keys_needed_by_query_tile(first_row, rows, diagonal_offset,
-                                                             problem.causal, problem.seq_len_k);
-  const std::int64_t key_tiles = key_tile_count(keys_needed, kBlockN, plant);
-  const std::int64_t key_end = last_key_tile_end(problem.seq_len_k, key_tiles, kBlockN, plant);
+  // Key tiles this query tile reads: those its rows' masks leave (the causal diagonal, the
+  // window), then this split's share of them.
+  const KeyRange keys =
+      rows > 0 ? keys_of_query_tile(first_row, rows, diagonal_offset, problem.causal,
+                                    problem.window_left, problem.window_right, seq_k, plant)
+               : KeyRange{};
+  const std::int64_t tile_first_key_tile = keys.first / kBlockN;
+  const std::int64_t tile_key_tiles =
+      keys.empty() ? tile_first_key_tile
+                   : larger(tile_first_key_tile, key_tile_count(keys.end, kBlockN, plant));
+  const std::int64_t key_end = last_key_tile_end(seq_k, tile_key_tiles, kBlockN, plant);
+  const std::int64_t first_key_tile =
+      larger(tile_first_key_tile, split * params.split.key_tiles_per_split);
+  const std::int64_t key_tiles = larger(
+      first_key_tile, smaller(tile_key_tiles, (split + 1) * params.split.key_tiles_per_split));
+  // Each row's keys, from its window and causal diagonal.
+  KeyRange visible_keys[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    visible_keys[r] =
+        visible_key_range_of_row(query_row[r], diagonal_offset, problem.causal, problem.window_left,
+                                 problem.window_right, key_end, plant);
+  }
   const float scale = applied_softmax_scale(params.softmax_scale, kHeadDim, plant);
+  const float softcap = static_cast<float>(problem.softcap);
   std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;  // per-CTA facts
   mark(coverage, DeviceCoveragePoint::partial_query_tile, rows < kBlockM);
-  mark(coverage, DeviceCoveragePoint::single_key_tile, key_tiles == 1);
-  mark(coverage, DeviceCoveragePoint::many_key_tiles, key_tiles > 8);
-  mark(coverage, DeviceCoveragePoint::causal_tiles_skipped,
-       problem.causal && keys_needed < problem.seq_len_k);
-  mark(coverage, DeviceCoveragePoint::causal_tile_empty, key_tiles == 0);
+  mark(coverage, DeviceCoveragePoint::single_key_tile, key_tiles - first_key_tile == 1);
+  mark(coverage, DeviceCoveragePoint::many_key_tiles, key_tiles - first_key_tile > 8);
+  mark(coverage, DeviceCoveragePoint::causal_tiles_skipped, problem.causal && keys.end < seq_k);
+  mark(coverage, DeviceCoveragePoint::causal_tile_empty, key_tiles == first_key_tile);
   mark(coverage, DeviceCoveragePoint::vector_loads, params.vector_loads);
   mark(coverage, DeviceCoveragePoint::element_loads, !params.vector_loads);
   mark(coverage, DeviceCoveragePoint::shared_kv_head, params.group_size > 1);
 
-  const std::uint16_t* k_base =
-      params.tensors.k + batch_start(problem.k_strides, problem.seq_len_k, problem.kv_heads) +
-      kv_head * problem.k_strides.head;
-  const std::uint16_t* v_base =
-      params.tensors.v + batch_start(problem.v_strides, problem.seq_len_k, problem.kv_heads) +
-      kv_head * problem.v_strides.head;
+  // Row `key` of K or V: through the block table when paged, packed by cu_seqlens_k, or strided.
+  const auto key_value_row = [&](const std::uint16_t* tensor, const TensorStrides& strides,
+                                 std::int64_t key) -> const std::uint16_t* {
+    if (problem.paged()) {
+      const std::int64_t page = pool_page(tensors.block_table, batch, key / problem.page_size,
+                                          problem.pages_per_sequence, plant);
+      return tensor + page * strides.batch + (key % problem.page_size) * strides.seq +
+             kv_head * strides.head;
+    }
+    const std::int64_t start = problem.varlen_k
+                                   ? tensors.cu_seqlens_k[batch] * strides.seq
+                                   : batch_offset(batch, strides.batch, problem.seq_len_k,
+                                                  problem.kv_heads, kHeadDim, plant);
+    return tensor + start + key * strides.seq + kv_head * strides.head;
+  };
+  const auto load_key_value_tile = [&](std::uint16_t* tile, const std::uint16_t* tensor,
+                                       const TensorStrides& strides, std::int64_t first_key,
+                                       int cols) {
+    load_tile<kHeadDim, kBlockN>(
+        tile, [&](int row) { return key_value_row(tensor, strides, first_key + row); }, cols,
+        params.vector_loads);
+  };
 
   if (makes_extra_score_pass(plant)) {
     // slow_extra_pass: every K tile loaded and multiplied once more, the scores thrown away; the
     // empty asm statement that takes their sum keeps the compiler from dropping the pass.
     float discarded = 0.0f;
-    for (std::int64_t key_tile = 0; key_tile < key_tiles; ++key_tile) {
+    for (std::int64_t key_tile = first_key_tile; key_tile < key_tiles; ++key_tile) {
       const std::int64_t first_key = key_tile * kBlockN;
       __syncthreads();
-      load_tile<kHeadDim, kBlockN>(k_tile, k_base + first_key * problem.k_strides.seq,
-                                   problem.k_strides.seq, rows_in_tile(first_key, kBlockN, key_end),
-                                   params.vector_loads);
+      load_key_value_tile(k_tile, tensors.k, problem.k_strides, first_key,
+                          rows_in_tile(first_key, kBlockN, key_end));
       __syncthreads();
 #pragma unroll
       for (int tile = 0; tile < kKeyTiles; ++tile) {
@@ -287,7 +355,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     asm volatile("" : : "f"(discarded));
   }
 
-  for (std::int64_t key_tile = 0; key_tile < key_tiles; ++key_tile) {
+  for (std::int64_t key_tile = first_key_tile; key_tile < key_tiles; ++key_tile) {
     const std::int64_t first_key = key_tile * kBlockN;
     const int cols = rows_in_tile(first_key, kBlockN, key_end);
     mark(coverage, DeviceCoveragePoint::partial_key_tile, cols < kBlockN);
@@ -295,10 +363,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     mark(coverage, DeviceCoveragePoint::causal_diagonal_tile,
          problem.causal && first_key + cols - 1 > first_row + diagonal_offset);
     __syncthreads();  // every warp is done with the previous K/V tiles
-    load_tile<kHeadDim, kBlockN>(k_tile, k_base + first_key * problem.k_strides.seq,
-                                 problem.k_strides.seq, cols, params.vector_loads);
-    load_tile<kHeadDim, kBlockN>(v_tile, v_base + first_key * problem.v_strides.seq,
-                                 problem.v_strides.seq, cols, params.vector_loads);
+    load_key_value_tile(k_tile, tensors.k, problem.k_strides, first_key, cols);
+    load_key_value_tile(v_tile, tensors.v, problem.v_strides, first_key, cols);
     if (plant != PlantedBug::missing_syncthreads) __syncthreads();  // the tiles are in place
 
     // S = Q K^T.
@@ -311,17 +377,28 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
                                   k_tile + (tile * 8 + group) * kStride + 2 * quad_lane);
     }
 
-    // Scale and mask; element e of an n8 tile is row (e / 2), column 2 * quad_lane + (e % 2).
+    // Scale, soft-cap, bias and mask; element e of an n8 tile is row (e / 2), column
+    // 2 * quad_lane + (e % 2).
     float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
     for (int tile = 0; tile < kKeyTiles; ++tile) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = tile * 8 + 2 * quad_lane + (e % 2);
-        const std::int64_t last_key =
-            last_visible_key_of_row(query_row[e / 2], diagonal_offset, problem.causal, key_end);
-        const bool visible = key_is_visible(col, cols, first_key, last_key);
-        scores[tile][e] = visible ? scores[tile][e] * scale : kNegativeInfinity;
+        const std::int64_t key = first_key + col;
+        const KeyRange& row_keys = visible_keys[e / 2];
+        const bool visible = col < cols && key >= row_keys.first && key < row_keys.end;
+        const float raw = scores[tile][e];
+        float score = raw * scale;
+        if (softcap > 0.0f) {
+          score = softcaps_before_scale(plant) ? softcap * tanhf(raw / softcap) * scale
+                                               : softcap * tanhf(score / softcap);
+        }
+        if (problem.alibi) {
+          const std::int64_t distance = query_row[e / 2] + alibi_offset - key;
+          score -= alibi_slope * static_cast<float>(distance < 0 ? -distance : distance);
+        }
+        scores[tile][e] = visible ? score : kNegativeInfinity;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[tile][e]);
       }
     }
@@ -396,12 +473,36 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     }
   }
 
-  // ---- O = acc / l, 0 for rows that saw no key, stored in the input dtype ----
-  std::uint16_t* o_base = params.tensors.o +
-                          batch_start(problem.o_strides, problem.seq_len_q, problem.heads) +
-                          head * problem.o_strides.head;
-  const std::int64_t row_limit =
-      plant == PlantedBug::write_past_output_end ? problem.seq_len_q + 1 : problem.seq_len_q;
+  // ---- the rows' results: O = acc / l and the log-sum-exp, or this split's partial ones ----
+  const std::int64_t row_limit = plant == PlantedBug::write_past_output_end ? seq_q + 1 : seq_q;
+  if (splits > 1) {
+    // Partial output acc / l in fp32 (0 for a row that saw none of this split's keys) and the
+    // natural log-sum-exp (-inf for such a row), for combine_splits.
+    const std::int64_t slot = ((batch * problem.heads + head) * splits + split) * kBlockM;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float total = quad_sum(row_sum[r]);
+      const bool saw_no_key = row_saw_no_key(total);
+      const float inverse = 1.0f / total;
+      const int tile_row = warp * 16 + group + 8 * r;
+      if (tile_row >= rows) continue;
+      if (quad_lane == 0) {
+        params.split_log_sum_exp[slot + tile_row] =
+            saw_no_key ? kNegativeInfinity : row_max[r] + logf(total);
+      }
+      float* partial = params.split_output + (slot + tile_row) * kHeadDim + 2 * quad_lane;
+#pragma unroll
+      for (int tile = 0; tile < kDimTiles; ++tile) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          partial[tile * 8 + half] =
+              output_value(accumulator[tile][2 * r + half] * inverse, saw_no_key, plant);
+        }
+      }
+    }
+    return;
+  }
+  std::uint16_t* o_base = tensors.o + query_head_start(problem.o_strides);
   const bool toward_zero = output_rounds_toward_zero(plant);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -410,6 +511,11 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     const float inverse = 1.0f / total;
     if (query_row[r] >= row_limit) continue;
     mark(params.coverage, DeviceCoveragePoint::fully_masked_row, saw_no_key);
+    if (problem.return_lse && quad_lane == 0 && query_row[r] < seq_q) {
+      tensors
+          .lse[log_sum_exp_index(problem, tensors.cu_seqlens_q, batch, head, query_row[r], plant)] =
+          stored_log_sum_exp(row_max[r], total, plant);
+    }
     std::uint16_t* o_row = o_base + query_row[r] * problem.o_strides.seq + 2 * quad_lane;
 #pragma unroll
     for (int tile = 0; tile < kDimTiles; ++tile) {
@@ -423,6 +529,70 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
         if (element == params.flaky_element) *element ^= 1u;
       }
     }
+  }
+}
+
+// The split-KV combine: grid (rows of the query tile, heads, batch), kThreads threads, one query
+// row per CTA. lse = log(sum_s exp(lse_s)), O = sum_s exp(lse_s - lse) O_s in the input dtype; a
+// row no split saw a key for gets lse -inf and the sum of the splits' zeros.
+template <int kHeadDim, typename Element>
+__global__ void __launch_bounds__(kThreads) combine_splits(const FlashParams params) {
+  using Traits = ElementTraits<Element>;
+  const ProblemShape& problem = params.problem;
+  const AttentionTensors& tensors = params.tensors;
+  const PlantedBug plant = params.plant;
+  const int splits = params.split.splits;
+  const std::int64_t row = blockIdx.x;
+  const std::int64_t head = blockIdx.y;
+  const std::int64_t batch = blockIdx.z;
+  const std::int64_t seq_q =
+      sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, batch);
+  const std::int64_t row_limit = plant == PlantedBug::write_past_output_end ? seq_q + 1 : seq_q;
+  // Rows of a query tile that was never run (partial_last_query_tile_unwritten) stay unwritten.
+  if (row >= row_limit || row >= kBlockM || query_tile_count(seq_q, kBlockM, plant) == 0) return;
+  const std::int64_t slot = ((batch * problem.heads + head) * splits) * kBlockM + row;
+  const float kNegativeInfinity = -INFINITY;
+  float largest = kNegativeInfinity;
+  int splits_with_keys = 0;
+  for (int split = 0; split < splits; ++split) {
+    const float lse = params.split_log_sum_exp[slot + split * kBlockM];
+    largest = fmaxf(largest, lse);
+    if (lse > kNegativeInfinity) ++splits_with_keys;
+  }
+  float log_sum_exp = kNegativeInfinity;
+  if (splits_with_keys > 0) {
+    float sum = 0.0f;
+    for (int split = 0; split < splits; ++split) {
+      sum += expf(params.split_log_sum_exp[slot + split * kBlockM] - largest);
+    }
+    log_sum_exp = largest + logf(sum);
+  }
+  if (problem.return_lse && threadIdx.x == 0 && row < seq_q) {
+    tensors.lse[log_sum_exp_index(problem, tensors.cu_seqlens_q, batch, head, row, plant)] =
+        stored_merged_log_sum_exp(log_sum_exp, plant);
+  }
+  const bool weighted = weights_splits_by_log_sum_exp(plant);
+  const bool toward_zero = output_rounds_toward_zero(plant);
+  const std::int64_t query_start =
+      problem.varlen_q
+          ? packed_sequence_start(tensors.cu_seqlens_q, batch, plant) * problem.o_strides.seq
+          : batch_offset(batch, problem.o_strides.batch, problem.seq_len_q, problem.heads, kHeadDim,
+                         plant);
+  std::uint16_t* o_row =
+      tensors.o + query_start + head * problem.o_strides.head + row * problem.o_strides.seq;
+  for (int d = threadIdx.x; d < kHeadDim; d += kThreads) {
+    float merged = 0.0f;
+    for (int split = 0; split < splits; ++split) {
+      const float lse = params.split_log_sum_exp[slot + split * kBlockM];
+      const float weight = splits_with_keys == 0     ? 1.0f
+                           : weighted                ? expf(lse - log_sum_exp)
+                           : lse > kNegativeInfinity ? 1.0f / static_cast<float>(splits_with_keys)
+                                                     : 0.0f;
+      merged += weight * params.split_output[(slot + split * kBlockM) * kHeadDim + d];
+    }
+    std::uint16_t* element = o_row + d;
+    *element = toward_zero ? Traits::store_toward_zero(merged) : Traits::store(merged);
+    if (element == params.flaky_element) *element ^= 1u;
   }
 }
 
@@ -442,10 +612,15 @@ void launch(const FlashParams& params, std::int64_t query_tiles, cudaStream_t st
   // Past 48 KiB a kernel must opt in to the larger shared-memory carve-out.
   ATTNFUZZ_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
-  const dim3 grid(static_cast<unsigned>(query_tiles), static_cast<unsigned>(params.problem.heads),
-                  static_cast<unsigned>(params.problem.batch));
+  const unsigned heads = static_cast<unsigned>(params.problem.heads);
+  const unsigned batch = static_cast<unsigned>(params.problem.batch);
+  const dim3 grid(static_cast<unsigned>(query_tiles * params.split.splits), heads, batch);
   kernel<<<grid, kThreads, kSharedBytes, stream>>>(params);
   ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+  if (params.split.splits > 1) {
+    combine_splits<kHeadDim, Element><<<dim3(kBlockM, heads, batch), kThreads, 0, stream>>>(params);
+    ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 using Launcher = void (*)(const FlashParams&, std::int64_t, cudaStream_t);
@@ -478,6 +653,19 @@ bool rows_aligned_16_bytes(const void* base, const TensorStrides& strides) {
          strides.seq % 8 == 0 && strides.head % 8 == 0;
 }
 
+// Device memory for the split-KV partial results, zeroed (nothing a split leaves unwritten is read
+// as garbage), freed on every way out.
+struct SplitWorkspace {
+  void* pointer = nullptr;
+  explicit SplitWorkspace(std::size_t bytes) {
+    ATTNFUZZ_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+    ATTNFUZZ_CUDA_CHECK(cudaMemset(pointer, 0, bytes));
+  }
+  ~SplitWorkspace() { cudaFree(pointer); }
+  SplitWorkspace(const SplitWorkspace&) = delete;
+  SplitWorkspace& operator=(const SplitWorkspace&) = delete;
+};
+
 constexpr PlantedBug kCudaFlashPlants[] = {
 #define ATTNFUZZ_CUDA_FLASH_PLANT(id, effect, origin) PlantedBug::id,
     ATTNFUZZ_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)
@@ -497,8 +685,7 @@ class CudaFlashKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return kCudaFlashPlants; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
-    // The variants are not in this kernel yet: their cases are skipped, naming the feature.
-    if (auto reason = unsupported_feature_reason(name(), problem, 0)) {
+    if (auto reason = unsupported_feature_reason(name(), problem, kAllProblemFeatures)) {
       return SupportVerdict::no(*reason);
     }
     if (find_launcher(problem.head_dim) == nullptr) {
@@ -533,7 +720,21 @@ class CudaFlashKernel final : public AttentionKernel {
     }
     const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, kBlockM, plant);
     if (query_tiles == 0) return;  // the plant left nothing to launch
+    params.split =
+        kv_split_plan(problem.seq_len_q, problem.seq_len_k, *find_tile_config(problem.head_dim));
     const Launcher launcher = problem.dtype == Dtype::fp16 ? entry.fp16 : entry.bf16;
+    if (params.split.splits == 1) {
+      launcher(params, query_tiles, nullptr);
+      ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      return;
+    }
+    // The split-KV workspace, zeroed so that nothing a split leaves unwritten is read as garbage.
+    const std::size_t slots = static_cast<std::size_t>(problem.batch * problem.heads) *
+                              static_cast<std::size_t>(params.split.splits * kBlockM);
+    const std::size_t output_bytes = slots * static_cast<std::size_t>(problem.head_dim) * 4;
+    const SplitWorkspace workspace(output_bytes + slots * 4);
+    params.split_output = static_cast<float*>(workspace.pointer);
+    params.split_log_sum_exp = params.split_output + output_bytes / 4;
     launcher(params, query_tiles, nullptr);
     ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }

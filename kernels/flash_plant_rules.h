@@ -210,6 +210,33 @@ ATTNFUZZ_HOST_DEVICE inline float stored_log_sum_exp(float row_max, float row_su
   return plant == PlantedBug::lse_log2 ? natural * 1.44269504f : natural;
 }
 
+// Where query row `row` of sequence b, head `head`, keeps its log-sum-exp: FlashAttention's
+// softmax_lse, [batch][head][row] dense or [head][packed row] varlen (the packed row from
+// packed_sequence_start, so varlen_offset_wrong_end misplaces it too).
+ATTNFUZZ_HOST_DEVICE inline std::int64_t log_sum_exp_index(const ProblemShape& problem,
+                                                           const std::int32_t* cu_seqlens_q,
+                                                           std::int64_t b, std::int64_t head,
+                                                           std::int64_t row, PlantedBug plant) {
+  const std::int64_t lse_row = problem.varlen_q
+                                   ? packed_sequence_start(cu_seqlens_q, b, plant) + row
+                                   : b * problem.lse_strides.batch + row;
+  return lse_row + head * problem.lse_strides.head;
+}
+
+// ---- split-KV: merging the splits (flash_tile_traits.h, kv_split_plan) ----
+
+// Whether the combine weights split s's partial output by exp(lse_s - lse), its share of the row's
+// softmax mass. split_kv_merge_ignores_lse averages the splits that saw a key instead.
+ATTNFUZZ_HOST_DEVICE inline bool weights_splits_by_log_sum_exp(PlantedBug plant) {
+  return plant != PlantedBug::split_kv_merge_ignores_lse;
+}
+
+// The log-sum-exp a row stores after the combine, from the merged natural one (-inf for a row that
+// saw no key). lse_log2 stores it in base 2, as stored_log_sum_exp does.
+ATTNFUZZ_HOST_DEVICE inline float stored_merged_log_sum_exp(float merged, PlantedBug plant) {
+  return plant == PlantedBug::lse_log2 ? merged * 1.44269504f : merged;
+}
+
 // ---- the online softmax ----
 
 // The scale applied to Q K^T: the problem's, rounded to fp32 by the caller.

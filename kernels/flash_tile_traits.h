@@ -64,7 +64,8 @@ inline std::string flash_head_dims() {
 // What a flash kernel built on these tiles runs, in one line for --list-kernels.
 inline std::string flash_capabilities() {
   return "fp16, bf16; head_dim " + flash_head_dims() +
-         "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides";
+         "; any seq_len_q, seq_len_k >= 1; causal; GQA/MQA; any strides; varlen, paged K/V, "
+         "sliding windows, softcap, ALiBi, log-sum-exp; split-KV for decode";
 }
 
 // Why a flash kernel cannot run a head dim, naming those it can: "<kernel> has no tile
@@ -74,7 +75,44 @@ inline std::string no_tile_config_reason(std::string_view kernel, std::int64_t h
          std::to_string(head_dim) + " (supported: " + flash_head_dims() + ')';
 }
 
+// ---- split-KV (the decode path) ----
+//
+// A decode step (a few query rows against a long cache) gives a GPU only batch x heads tiles of
+// work. The split-KV path ("flash decoding") splits each
+// tile's key tiles into up to kMaxKvSplits consecutive runs; each split runs the online softmax
+// over its keys alone and writes a partial output (fp32, normalised by its own row sum) and its
+// log-sum-exp; a combine step then merges them, weighting split s by exp(lse_s - lse), where lse
+// is the log-sum-exp over all splits. A split whose keys a row cannot see has lse_s = -inf and
+// weight 0.
+inline constexpr int kMaxKvSplits = 16;
+inline constexpr std::int64_t kKeysPerKvSplit = 256;     // past this many keys, the keys are split
+inline constexpr std::int64_t kMaxKvSplitQueryRows = 8;  // decode, speculative decode
+
+struct KvSplitPlan {
+  int splits;                        // 1: the single-pass path
+  std::int64_t key_tiles_per_split;  // split s reads key tiles [s * this, (s + 1) * this)
+};
+
+// How `tiles` split the keys of a problem of seq_len_q query rows (the longest sequence's) and
+// seq_len_k keys: one split unless there are at most kMaxKvSplitQueryRows queries and more than
+// kKeysPerKvSplit keys; then runs of at least kKeysPerKvSplit keys, at most kMaxKvSplits of them,
+// none empty. (A longer query tile fills the GPU's CTAs better unsplit; past one query tile, the
+// grid has more tiles anyway.)
+constexpr KvSplitPlan kv_split_plan(std::int64_t seq_len_q, std::int64_t seq_len_k,
+                                    const FlashTileConfig& tiles) {
+  const std::int64_t key_tiles = (seq_len_k + tiles.block_n - 1) / tiles.block_n;
+  if (seq_len_q > kMaxKvSplitQueryRows || seq_len_k <= kKeysPerKvSplit) return {1, key_tiles};
+  const std::int64_t wanted = (seq_len_k + kKeysPerKvSplit - 1) / kKeysPerKvSplit;
+  const std::int64_t splits = wanted < kMaxKvSplits ? wanted : kMaxKvSplits;
+  const std::int64_t per_split = (key_tiles + splits - 1) / splits;
+  return {static_cast<int>((key_tiles + per_split - 1) / per_split), per_split};
+}
+
 static_assert(find_tile_config(64)->block_m % 16 == 0, "block_m must be whole m16 MMA tiles");
 static_assert(find_tile_config(128)->block_n % 8 == 0, "block_n must be whole n8 MMA tiles");
+static_assert(kv_split_plan(1, 257, *find_tile_config(64)).splits == 2, "257 keys: two splits");
+static_assert(kv_split_plan(1, 32768, *find_tile_config(128)).splits == kMaxKvSplits);
+static_assert(kv_split_plan(9, 32768, *find_tile_config(128)).splits == 1, "not a decode step");
+static_assert(kMaxKvSplitQueryRows <= 64, "a split-KV problem has one query tile");
 
 }  // namespace attnfuzz

@@ -67,7 +67,11 @@ namespace attnfuzz {
     "the bias written for seq_len_q == seq_len_k, missing the bottom-right alignment")             \
   X(lse_log2, "stores the log-sum-exp in base 2",                                                  \
     "the exp2-domain value FlashAttention computes "                                               \
-    "in (log2(sum) + max * scale * log2(e)) stored without the final multiplication by ln 2")
+    "in (log2(sum) + max * scale * log2(e)) stored without the final multiplication by ln 2")      \
+  X(split_kv_merge_ignores_lse,                                                                    \
+    "merges the split-KV partial outputs with equal weights, ignoring each split's log-sum-exp",   \
+    "a combine step that averages the splits' normalised outputs, as if every split saw keys of "  \
+    "the same total weight")
 
 // Races: whether they change a single output value depends on how the warps happen to be
 // scheduled (on an H100 the missing barrier below changed none in the edge matrix), so

@@ -57,6 +57,15 @@ constexpr Field<Comparison, std::int64_t> kComparisonCounts[] = {
     {"failing_elements", &Comparison::failing_elements},
     {"inconclusive_rows", &Comparison::inconclusive_rows},
 };
+// The log-sum-exp output's check, written only for a case that returns it.
+constexpr Field<Comparison, double> kLogSumExpFigures[] = {
+    {"bound_ratio", &Comparison::lse_bound_ratio},
+    {"max_abs_error", &Comparison::lse_max_abs_error},
+};
+constexpr Field<Comparison, std::int64_t> kLogSumExpCounts[] = {
+    {"rows", &Comparison::lse_rows},
+    {"failing_rows", &Comparison::lse_failing_rows},
+};
 constexpr Field<RoundingBias, double> kBiasFigures[] = {
     {"outward_z", &RoundingBias::outward_z}, {"outward_steps", &RoundingBias::outward_steps},
     {"upward_z", &RoundingBias::upward_z},   {"upward_steps", &RoundingBias::upward_steps},
@@ -114,6 +123,14 @@ json correctness_to_json(const CaseResult& result) {
   write_fields(bias, comparison.bias, kBiasFigures);
   write_fields(bias, comparison.bias, kBiasCounts);
   correctness["bias"] = bias;
+  if (comparison.lse_rows > 0) {
+    json log_sum_exp = json::object();
+    write_fields(log_sum_exp, comparison, kLogSumExpFigures);
+    write_fields(log_sum_exp, comparison, kLogSumExpCounts);
+    log_sum_exp["first_failure"] =
+        comparison.lse_first_failure.empty() ? json(nullptr) : json(comparison.lse_first_failure);
+    correctness["log_sum_exp"] = log_sum_exp;
+  }
   return correctness;
 }
 
@@ -192,6 +209,15 @@ Comparison comparison_from_json(const json& record, bool passed) {
   }
   comparison.worst_element =
       element_from_json(member(correctness, at, "worst_element"), at + "/worst_element");
+  if (correctness.contains("log_sum_exp")) {
+    const json& log_sum_exp = member(correctness, at, "log_sum_exp");
+    read_fields(comparison, log_sum_exp, at + "/log_sum_exp", kLogSumExpFigures);
+    read_fields(comparison, log_sum_exp, at + "/log_sum_exp", kLogSumExpCounts);
+    if (const json& first = member(log_sum_exp, at + "/log_sum_exp", "first_failure");
+        first.is_string()) {
+      comparison.lse_first_failure = first.get<std::string>();
+    }
+  }
   const json& bias = member(correctness, at, "bias");
   read_fields(comparison.bias, bias, at + "/bias", kBiasFigures);
   read_fields(comparison.bias, bias, at + "/bias", kBiasCounts);
@@ -215,8 +241,8 @@ json case_to_json(const CaseResult& result) {
       {"config", config_to_json(result.attention_case)},
       // A case that never ran, or whose oracle failed, has no error figures: null, not a row of
       // zeros that reads as perfect.
-      {"correctness", result.ran && !result.oracle.empty() ? correctness_to_json(result)
-                                                           : json(nullptr)},
+      {"correctness",
+       result.ran && !result.oracle.empty() ? correctness_to_json(result) : json(nullptr)},
       {"timing",
        {
            {"kernel_seconds", number_or_null(result.kernel_seconds)},

@@ -7,9 +7,11 @@
 #   1. the GPU tests of the suite (they skip on a machine without a GPU)
 #   2. corpus/matrix/pr.json on cuda_flash, cuda_naive and the example CUDA plugin: zero false
 #      alarms expected
-#   3. every planted bug of cuda_flash on corpus/matrix/edges.json: each must fail (exit 1)
+#   3. every planted bug of cuda_flash on corpus/matrix/pr.json: each must fail (exit 1); the
+#      variants at model shapes, corpus/matrix/inference.json and training.json, on cuda_flash
 #   4. compute-sanitizer memcheck and racecheck on corpus/matrix/sanitize.json (correct kernels:
-#      no errors), and racecheck on the missing_syncthreads plant (it must report the race)
+#      no errors), memcheck of cuda_flash on corpus/matrix/variants.json, and racecheck on the
+#      missing_syncthreads plant (it must report the race)
 #   5. the seed's 27-case matrix end to end, timed
 #   6. bench_cuda_flash beside PyTorch's scaled_dot_product_attention (scripts/bench_sdpa.py);
 #      fuzz_attention --bench on corpus/matrix/bench.json (NVIDIA's readings in its report) with
@@ -168,14 +170,21 @@ for plant in $plants; do
       "$harness" --configs corpus/matrix/edges.json --kernel cuda_flash --plant "$plant" --quiet
     continue
   fi
-  step "plant $plant on edges.json (must fail)" 1 "$harness" --configs corpus/matrix/edges.json \
+  step "plant $plant on pr.json (must fail)" 1 "$harness" --configs corpus/matrix/pr.json \
     --kernel cuda_flash --plant "$plant" --quiet --fail-fast
+done
+for matrix in inference training; do
+  step "$matrix.json on cuda_flash (the variants at model shapes)" 0 "$harness" \
+    --configs "corpus/matrix/$matrix.json" --kernel cuda_flash --quiet
 done
 step "pr.json on the example CUDA plugin (--kernel-lib)" 0 "$harness" --configs corpus/matrix/pr.json \
   --kernel-lib "$build_dir/examples/libexample_cuda_attention.so" --quiet
 
 # ---- sanitizers (in process: the tool then sees the kernels and sets the exit code itself) ----
 sanitize=(--configs corpus/matrix/sanitize.json --quiet --in-process)
+step "memcheck, cuda_flash on variants.json (packed, paged, split-KV)" 0 compute-sanitizer \
+  --tool memcheck --error-exitcode 99 --leak-check full "$harness" --configs \
+  corpus/matrix/variants.json --quiet --in-process --kernel cuda_flash --oracle cpu
 for kernel in cuda_flash cuda_naive; do
   step "memcheck, $kernel" 0 compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full \
     "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu

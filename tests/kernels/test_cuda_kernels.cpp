@@ -157,7 +157,7 @@ TEST(CudaFlash, RecordsDeviceCoverageOnlyWhileSwitchedOn) {
 
 class CudaFlashPlant : public ::testing::TestWithParam<PlantedBugInfo> {};
 
-TEST_P(CudaFlashPlant, FailsTheEdgeMatrix) {
+TEST_P(CudaFlashPlant, FailsTheEdgeOrTheVariantsMatrix) {
   ATTNFUZZ_SKIP_WITHOUT_GPU();
   if (GetParam().detector == PlantDetector::racecheck) {
     GTEST_SKIP() << GetParam().name << " is a race: compute-sanitizer racecheck is its detector "
@@ -168,10 +168,22 @@ TEST_P(CudaFlashPlant, FailsTheEdgeMatrix) {
                  << "is its detector";
   }
   int failed = 0;
-  for (const AttentionCase& attention_case : load_built_in_matrix("edges.json").cases) {
-    failed += run_on("cuda_flash", attention_case, GetParam().bug).status == CaseStatus::fail;
+  for (const char* matrix : {"edges.json", "variants.json"}) {
+    for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
+      failed += run_on("cuda_flash", attention_case, GetParam().bug).status == CaseStatus::fail;
+    }
   }
-  EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any edge case";
+  EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any edge or variant case";
+}
+
+// Every variant, the split-KV decode path among them (variants.json's paged decode steps of 1000
+// and 4097 keys), as cpu_flash runs them.
+TEST(CudaFlash, PassesEveryVariantCase) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  for (const AttentionCase& attention_case : load_built_in_matrix("variants.json").cases) {
+    const CaseResult result = run_on("cuda_flash", attention_case, PlantedBug::none);
+    EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPlant, CudaFlashPlant, ::testing::ValuesIn(kPlantedBugs),

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Kernels from plugins (include/attnfuzz/attnfuzz_plugin.h): the example plugin passes every edge
-// case, its copy with a planted causal off-by-one fails with the failing element named, and each
+// case, its copy with a planted causal off-by-one fails with the failing element named; a plugin
+// of ABI version 1 runs the dense cases and skips the variants by name, the version 2 example
+// passes every variant and its copy with a window edge off by one fails the windowed ones; each
 // malformed plugin is refused with a message that names its problem, through the loader and
 // through the real binary (exit 3).
 #include "kernels/plugin_kernel.h"
@@ -77,6 +79,62 @@ TEST(PluginKernel, TheBuggyExampleFailsCausalCasesAndNamesTheFailingElement) {
     }
   }
   EXPECT_GT(failed, 20) << "a causal off-by-one must fail most causal edge cases";
+}
+
+// ---- ABI version 2: the attention variants ----
+
+// A plugin of version 1 (built before the variants existed) keeps working: it runs every dense case
+// and skips each case with a variant, naming the feature it lacks.
+TEST(PluginKernel, AVersion1PluginPassesTheDenseCasesAndSkipsEachVariantByName) {
+  const AttentionKernel& old = plugin(ATTNFUZZ_ABI_VERSION_1_PLUGIN, "abi_version_1");
+  int passed = 0, skipped = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("sanitize.json").cases) {
+    const CaseResult result = run_on(old, attention_case);
+    EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+    ++passed;
+  }
+  for (const AttentionCase& attention_case : load_built_in_matrix("variants.json").cases) {
+    const CaseResult result = run_on(old, attention_case);
+    ASSERT_EQ(result.status, CaseStatus::skip) << attention_case.id;
+    EXPECT_EQ(result.skip_cause, SkipCause::unsupported);
+    EXPECT_THAT(result.reason, ::testing::ContainsRegex("abi_version_1 \\(plugin\\) does not "
+                                                        "support .*exports no "
+                                                        "attnfuzz_plugin_features"))
+        << attention_case.id;
+    ++skipped;
+  }
+  EXPECT_GT(passed, 0);
+  EXPECT_EQ(skipped, 72);
+}
+
+TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {
+  const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_V2_PLUGIN, "example_cpu_attention_v2");
+  int passed = 0;
+  for (const char* matrix : {"variants.json", "edges.json"}) {
+    for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
+      const CaseResult result = run_on(example, attention_case);
+      ASSERT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+      ++passed;
+    }
+  }
+  EXPECT_EQ(passed, 72 + 258);
+}
+
+TEST(PluginKernel, TheBuggyVersion2ExampleFailsTheWindowedCasesAndPassesTheRest) {
+  const AttentionKernel& buggy =
+      plugin(ATTNFUZZ_EXAMPLE_V2_BUGGY_PLUGIN, "example_cpu_attention_v2_buggy");
+  int failed = 0, windowed = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("variants.json").cases) {
+    const CaseResult result = run_on(buggy, attention_case);
+    if (attention_case.window_left < 0) {
+      EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+      continue;
+    }
+    ++windowed;
+    if (result.status == CaseStatus::fail) ++failed;
+  }
+  EXPECT_GE(failed, windowed - 2) << "a window edge off by one fails nearly every windowed case";
+  EXPECT_GT(windowed, 15);
 }
 
 #ifdef ATTNFUZZ_EXAMPLE_CUDA_PLUGIN

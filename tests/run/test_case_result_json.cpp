@@ -87,6 +87,22 @@ TEST(CaseResultJson, AFailedResultComesBackWithEveryField) {
   EXPECT_EQ(back.repeat_seconds, 0.011);
 }
 
+TEST(CaseResultJson, TheLogSumExpCheckIsWrittenOnlyForACaseThatReturnsItAndComesBack) {
+  CaseResult original = failed_result();
+  EXPECT_FALSE(case_to_json(original).at("correctness").contains("log_sum_exp"));
+  original.attention_case.return_lse = true;
+  original.comparison.lse_rows = 776;
+  original.comparison.lse_failing_rows = 776;
+  original.comparison.lse_bound_ratio = 4831.0;
+  original.comparison.lse_max_abs_error = 0.347232;
+  original.comparison.lse_first_failure = "log-sum-exp of row (b=0, h=0, i=0): expected 0.784359";
+  const json record = json::parse(case_to_json(original).dump());
+  EXPECT_EQ(record.at("correctness").at("log_sum_exp").at("failing_rows"), 776);
+  const CaseResult back = case_result_from_json(record, original.attention_case);
+  EXPECT_EQ(case_to_json(back), case_to_json(original));
+  EXPECT_EQ(back.comparison.lse_first_failure, original.comparison.lse_first_failure);
+}
+
 TEST(CaseResultJson, ACaseWhoseOracleFailedHasNoErrorFiguresNotARowOfZeros) {
   CaseResult result = failed_result();
   result.comparison = Comparison{};

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* The version 2 example plugin's attention forward pass (variant_attention.h). */
+#include "variant_attention.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../cpu_plugin/half_bits.h"
+
+int variant_attention_supports(const attnfuzz_problem_v2* problem, char* reason,
+                               size_t reason_size) {
+  if (problem->base.head_dim > VARIANT_ATTENTION_MAX_HEAD_DIM) {
+    snprintf(reason, reason_size, "head_dim %lld is more than %d",
+             (long long)problem->base.head_dim, VARIANT_ATTENTION_MAX_HEAD_DIM);
+    return 0;
+  }
+  return 1;
+}
+
+/* Rows of sequence b in a tensor packed by `cu_seqlens` (when `packed`), else `longest`. */
+static int64_t sequence_length(int32_t packed, const int32_t* cu_seqlens, int64_t b,
+                               int64_t longest) {
+  return packed ? cu_seqlens[b + 1] - cu_seqlens[b] : longest;
+}
+
+/* Element [0] of row `row` of sequence b, head `head`, in Q or O. */
+static int64_t query_offset(const attnfuzz_problem_v2* p, const int32_t* cu_seqlens_q,
+                            const attnfuzz_strides* strides, int64_t b, int64_t row, int64_t head) {
+  const int64_t rows = p->varlen_q ? cu_seqlens_q[b] * strides->seq : b * strides->batch;
+  return rows + row * strides->seq + head * strides->head;
+}
+
+/* Element [0] of key `key` of sequence b, kv head `head`, in K or V: through the block table when
+ * paged, packed by cu_seqlens_k when varlen, else dense. */
+static int64_t key_offset(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v2* t,
+                          const attnfuzz_strides* strides, int64_t b, int64_t key, int64_t head) {
+  int64_t rows;
+  if (p->page_size > 0) {
+    const int64_t page = t->block_table[b * p->pages_per_sequence + key / p->page_size];
+    rows = page * strides->batch + (key % p->page_size) * strides->seq;
+  } else if (p->varlen_k) {
+    rows = (t->cu_seqlens_k[b] + key) * strides->seq;
+  } else {
+    rows = b * strides->batch + key * strides->seq;
+  }
+  return rows + head * strides->head;
+}
+
+int variant_attention_forward(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v2* t,
+                              int window_slack, char* error, size_t error_size) {
+  const attnfuzz_problem* base = &p->base;
+  if (!variant_attention_supports(p, error, error_size)) return ATTNFUZZ_STATUS_ERROR;
+  float* scores = malloc(sizeof(float) * (size_t)(base->seq_len_k > 0 ? base->seq_len_k : 1));
+  float query[VARIANT_ATTENTION_MAX_HEAD_DIM], output[VARIANT_ATTENTION_MAX_HEAD_DIM];
+  if (scores == NULL) {
+    snprintf(error, error_size, "out of memory for %lld scores", (long long)base->seq_len_k);
+    return ATTNFUZZ_STATUS_ERROR;
+  }
+  const int64_t group = base->heads / base->kv_heads;
+  const float scale = (float)base->softmax_scale;
+  const float softcap = (float)p->softcap;
+  for (int64_t b = 0; b < base->batch; ++b) {
+    const int64_t seq_q = sequence_length(p->varlen_q, t->cu_seqlens_q, b, base->seq_len_q);
+    const int64_t seq_k = sequence_length(p->varlen_k, t->cu_seqlens_k, b, base->seq_len_k);
+    for (int64_t h = 0; h < base->heads; ++h) {
+      const int64_t kv = h / group;
+      for (int64_t i = 0; i < seq_q; ++i) {
+        const uint16_t* q = t->base.q + query_offset(p, t->cu_seqlens_q, &base->q_strides, b, i, h);
+        for (int64_t d = 0; d < base->head_dim; ++d)
+          query[d] = half_bits_to_float(q[d], base->dtype);
+        /* Keys first .. last - 1: the diagonal i + Sk - Sq bounds the causal mask and the window.
+         */
+        const int64_t diagonal = i + seq_k - seq_q;
+        int64_t first = 0, last = seq_k;
+        if (base->causal && diagonal + 1 < last) last = diagonal + 1;
+        if (p->window_right >= 0 && diagonal + p->window_right + 1 < last) {
+          last = diagonal + p->window_right + 1;
+        }
+        if (p->window_left >= 0 && diagonal - p->window_left - window_slack > first) {
+          first = diagonal - p->window_left - window_slack;
+        }
+        float row_max = -INFINITY, row_sum = 0.0f;
+        for (int64_t j = first; j < last; ++j) {
+          const uint16_t* k = t->base.k + key_offset(p, t, &base->k_strides, b, j, kv);
+          float dot = 0.0f;
+          for (int64_t d = 0; d < base->head_dim; ++d) {
+            dot += query[d] * half_bits_to_float(k[d], base->dtype);
+          }
+          float score = dot * scale;
+          if (softcap > 0.0f) score = softcap * tanhf(score / softcap);
+          if (p->alibi) score -= t->alibi_slopes[h] * (float)llabs(diagonal - j);
+          scores[j] = score;
+          if (score > row_max) row_max = score;
+        }
+        for (int64_t j = first; j < last; ++j) {
+          scores[j] = expf(scores[j] - row_max);
+          row_sum += scores[j];
+        }
+        for (int64_t d = 0; d < base->head_dim; ++d) output[d] = 0.0f;
+        for (int64_t j = first; j < last; ++j) {
+          const uint16_t* v = t->base.v + key_offset(p, t, &base->v_strides, b, j, kv);
+          for (int64_t d = 0; d < base->head_dim; ++d) {
+            output[d] += scores[j] * half_bits_to_float(v[d], base->dtype);
+          }
+        }
+        const int saw_keys = first < last;
+        uint16_t* o = t->base.o + query_offset(p, t->cu_seqlens_q, &base->o_strides, b, i, h);
+        for (int64_t d = 0; d < base->head_dim; ++d) {
+          o[d] = float_to_half_bits(saw_keys ? output[d] / row_sum : 0.0f, base->dtype);
+        }
+        if (p->return_lse) {
+          const int64_t row = p->varlen_q ? t->cu_seqlens_q[b] + i : b * p->lse_strides.batch + i;
+          t->lse[row + h * p->lse_strides.head] = saw_keys ? row_max + logf(row_sum) : -INFINITY;
+        }
+      }
+    }
+  }
+  free(scores);
+  return ATTNFUZZ_STATUS_OK;
+}
