@@ -33,6 +33,7 @@
 #include "core/problem_features.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
+#include "kernels/flash_tile_traits.h"
 
 namespace attnfuzz {
 namespace {
@@ -97,7 +98,8 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
   for (const ProblemFeatureInfo& info : kProblemFeatures) {
     if (info.used_by(problem)) ++tally.checked_by_feature[std::string(info.name)];
   }
-  if (attention_case.seq_len_q <= 8 && attention_case.seq_len_k > 256) {
+  if (attention_case.seq_len_q <= kMaxKvSplitQueryRows &&
+      attention_case.seq_len_k > kKeysPerKvSplit) {
     ++tally.checked_by_feature["decode shapes (split-KV in flash kernels)"];
   }
   tally.worst_bias_ratio = std::max(tally.worst_bias_ratio, result.comparison.bias.ratio);
