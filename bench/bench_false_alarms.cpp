@@ -141,13 +141,7 @@ int main(int argc, char** argv) {
   set_default_thread_count(1);  // one case per thread: the jobs are the parallelism
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  const rc::Gen<AttentionCase> generator = with_variants(small_case({.max_seq_len = 256,
-                                                                     .distributions = {},
-                                                                     .injections = true,
-                                                                     .other_scales = true,
-                                                                     .long_rows = true,
-                                                                     .other_head_dims = true,
-                                                                     .decode_steps = true}));
+  const rc::Gen<AttentionCase> generator = search_cases();  // as the property search's oracle check
   std::vector<Tally> tallies(static_cast<std::size_t>(jobs));
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;

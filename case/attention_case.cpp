@@ -14,14 +14,11 @@ double effective_softmax_scale(const AttentionCase& attention_case) {
              : 1.0 / std::sqrt(static_cast<double>(attention_case.head_dim));
 }
 
-namespace {
-
-// The case's sizes, without strides. The strides are products of the sizes, which overflow for a
-// case outside the valid range; a description must be safe for any case, since error messages
-// describe the invalid ones (matrix_parse_check.cpp, for one).
-// The fields whose use is `problem` have the same names in the case and the problem
-// (case/case_schema.h); test_case_schema.cpp checks that each reaches it.
-AttentionProblem shape_of(const AttentionCase& attention_case) {
+// The strides are products of the sizes, which overflow for a case outside the valid range; a
+// description must be safe for any case, since error messages describe the invalid ones
+// (matrix_parse_check.cpp, for one). The fields whose use is `problem` have the same names in the
+// case and the problem (case/case_schema.h); test_case_schema.cpp checks that each reaches it.
+AttentionProblem problem_shape_of(const AttentionCase& attention_case) {
   AttentionProblem problem;
 #define ATTNFUZZ_COPY_IF_problem(member) problem.member = attention_case.member;
 #define ATTNFUZZ_COPY_IF_layout(member)
@@ -40,20 +37,20 @@ AttentionProblem shape_of(const AttentionCase& attention_case) {
   return problem;
 }
 
-}  // namespace
-
 AttentionProblem problem_of(const AttentionCase& attention_case) {
-  return with_layout(shape_of(attention_case), attention_case.layout, attention_case.row_padding);
+  return with_layout(problem_shape_of(attention_case), attention_case.layout,
+                     attention_case.row_padding);
 }
 
-std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& c) {
+std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& attention_case) {
   const auto lengths_problem =
       [&](CaseField field, const std::vector<std::int64_t>& lengths, std::string_view key,
           std::int64_t longest, std::string_view longest_key) -> std::optional<CaseInconsistency> {
     if (lengths.empty()) return std::nullopt;
-    if (static_cast<std::int64_t>(lengths.size()) != c.batch) {
+    if (static_cast<std::int64_t>(lengths.size()) != attention_case.batch) {
       return CaseInconsistency{field, std::string(key) + " has " + std::to_string(lengths.size()) +
-                                          " lengths but batch is " + std::to_string(c.batch) +
+                                          " lengths but batch is " +
+                                          std::to_string(attention_case.batch) +
                                           " (one length per sequence)"};
     }
     std::int64_t total = 0;
@@ -72,20 +69,22 @@ std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& c) {
     }
     return std::nullopt;
   };
-  if (auto problem = lengths_problem(CaseField::seq_lens_q, c.seq_lens_q, "seq_lens_q", c.seq_len_q,
-                                     "seq_len_q")) {
+  if (auto problem = lengths_problem(CaseField::seq_lens_q, attention_case.seq_lens_q, "seq_lens_q",
+                                     attention_case.seq_len_q, "seq_len_q")) {
     return problem;
   }
-  if (auto problem = lengths_problem(CaseField::seq_lens_k, c.seq_lens_k, "seq_lens_k", c.seq_len_k,
-                                     "seq_len_k")) {
+  if (auto problem = lengths_problem(CaseField::seq_lens_k, attention_case.seq_lens_k, "seq_lens_k",
+                                     attention_case.seq_len_k, "seq_len_k")) {
     return problem;
   }
-  if (c.page_size > 0) {
-    const std::int64_t pages_per_sequence = (c.seq_len_k + c.page_size - 1) / c.page_size;
+  if (attention_case.page_size > 0) {
+    const std::int64_t pages_per_sequence =
+        (attention_case.seq_len_k + attention_case.page_size - 1) / attention_case.page_size;
     if (pages_per_sequence >
-        std::numeric_limits<std::int32_t>::max() / std::max<std::int64_t>(c.batch, 1) - 1) {
+        std::numeric_limits<std::int32_t>::max() / std::max<std::int64_t>(attention_case.batch, 1) -
+            1) {
       return CaseInconsistency{CaseField::page_size,
-                               "page_size " + std::to_string(c.page_size) + " makes " +
+                               "page_size " + std::to_string(attention_case.page_size) + " makes " +
                                    std::to_string(pages_per_sequence) +
                                    " pages per sequence: the pool's page numbers pass int32"};
     }
@@ -95,7 +94,7 @@ std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& c) {
 
 std::string describe_case(const AttentionCase& attention_case) {
   std::ostringstream text;
-  text << describe_shape(shape_of(attention_case));
+  text << describe_shape(problem_shape_of(attention_case));
   if (attention_case.layout != Layout::bshd) text << ' ' << layout_name(attention_case.layout);
   if (attention_case.row_padding != 0) text << " pad=" << attention_case.row_padding;
   text << " data=" << distribution_name(attention_case.data) << " seed=" << attention_case.seed;

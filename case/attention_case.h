@@ -27,14 +27,16 @@ struct AttentionCase {
 };
 
 // Each field's row of the table as types and constants, for code generic over the fields:
-//   CaseFieldTraits<CaseField::batch>::member is &AttentionCase::batch, ::Codec PositiveInteger,
-//   ::key "batch", ::use CaseFieldUse::problem.
+//   CaseFieldTraits<CaseField::batch>::case_field is CaseField::batch, ::member
+//   &AttentionCase::batch,
+//   ::Codec PositiveInteger, ::key "batch", ::use CaseFieldUse::problem.
 template <CaseField field>
 struct CaseFieldTraits;
 #define ATTNFUZZ_CASE_TRAITS(field, FieldCodec, field_key, value, field_use) \
   template <>                                                                \
   struct CaseFieldTraits<CaseField::field> {                                 \
     using Codec = FieldCodec;                                                \
+    static constexpr CaseField case_field = CaseField::field;                \
     static constexpr auto member = &AttentionCase::field;                    \
     static constexpr std::string_view key = field_key;                       \
     static constexpr CaseFieldUse use = CaseFieldUse::field_use;             \
@@ -56,6 +58,11 @@ double effective_softmax_scale(const AttentionCase& attention_case);
 
 // The problem a case describes, strides and scale filled in.
 AttentionProblem problem_of(const AttentionCase& attention_case);
+
+// The problem's sizes and variants without its strides or index arrays: safe for any case, even
+// one that is not valid (whose strides could overflow), e.g. to describe it or ask which features
+// (core/problem_features.h) it uses.
+AttentionProblem problem_shape_of(const AttentionCase& attention_case);
 
 // Why a case's fields do not fit together, blaming one field: per-sequence lengths that are not
 // one per sequence or longer than seq_len_q (seq_len_k), packed totals or page numbers past int32.

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/problem_features.h"
+
 namespace attnfuzz {
 namespace {
 
@@ -130,9 +132,10 @@ constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVa
 constexpr double kSoftcapStep = 1.0 / 16.0;
 constexpr std::int64_t kEncodedMaxWindow = 65534;
 
-bool has_variants(const AttentionCase& c) {
-  return !c.seq_lens_q.empty() || !c.seq_lens_k.empty() || c.page_size > 0 || c.window_left >= 0 ||
-         c.window_right >= 0 || c.softcap > 0.0 || c.alibi || c.return_lse;
+// Whether the case needs version 2: it uses one of the attention variants
+// (core/problem_features.h), whose fields only version 2 carries.
+bool has_variants(const AttentionCase& attention_case) {
+  return features_of(problem_shape_of(attention_case)) != 0;
 }
 
 }  // namespace
@@ -161,80 +164,88 @@ std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> byt
 std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attention_case,
                                                      std::string* why) {
   using Bytes = std::vector<std::uint8_t>;
-  const AttentionCase& c = attention_case;
-  const std::int64_t group = c.kv_heads > 0 ? c.heads / c.kv_heads : 0;
+  const std::int64_t group =
+      attention_case.kv_heads > 0 ? attention_case.heads / attention_case.kv_heads : 0;
   const auto head_dim_index =
-      std::find(std::begin(kEncodedHeadDims), std::end(kEncodedHeadDims), c.head_dim);
-  const bool injected = c.injection.value != SpecialValue::none;
-  if (c.batch < 1 || c.batch > kEncodedMaxBatch) return fail<Bytes>(why, "batch outside 1..8");
-  if (c.kv_heads < 1 || c.kv_heads > kEncodedMaxKvHeads || group < 1 || group > kEncodedMaxGroup ||
-      group * c.kv_heads != c.heads) {
+      std::find(std::begin(kEncodedHeadDims), std::end(kEncodedHeadDims), attention_case.head_dim);
+  const bool injected = attention_case.injection.value != SpecialValue::none;
+  if (attention_case.batch < 1 || attention_case.batch > kEncodedMaxBatch)
+    return fail<Bytes>(why, "batch outside 1..8");
+  if (attention_case.kv_heads < 1 || attention_case.kv_heads > kEncodedMaxKvHeads || group < 1 ||
+      group > kEncodedMaxGroup || group * attention_case.kv_heads != attention_case.heads) {
     return fail<Bytes>(why, "heads/kv_heads outside 1..8 kv heads of 1..8 query heads each");
   }
-  if (c.seq_len_q < 1 || c.seq_len_q > kEncodedMaxSeqLen || c.seq_len_k < 1 ||
-      c.seq_len_k > kEncodedMaxSeqLen) {
+  if (attention_case.seq_len_q < 1 || attention_case.seq_len_q > kEncodedMaxSeqLen ||
+      attention_case.seq_len_k < 1 || attention_case.seq_len_k > kEncodedMaxSeqLen) {
     return fail<Bytes>(why, "seq_len_q/seq_len_k outside 1..16384");
   }
   if (head_dim_index == std::end(kEncodedHeadDims))
     return fail<Bytes>(why, "head_dim not encodable");
-  if (case_work(c) > kCaseWorkCap) {
-    return fail<Bytes>(why, "work " + std::to_string(case_work(c)) +
+  if (case_work(attention_case) > kCaseWorkCap) {
+    return fail<Bytes>(why, "work " + std::to_string(case_work(attention_case)) +
                                 " is over the binary form's cap 2^24 (fit_to_work_cap)");
   }
-  if (c.row_padding < 0 || c.row_padding > kEncodedMaxRowPadding) {
+  if (attention_case.row_padding < 0 || attention_case.row_padding > kEncodedMaxRowPadding) {
     return fail<Bytes>(why, "row_padding outside 0..16");
   }
-  if (injected && (c.injection.count < 1 || c.injection.count > kEncodedMaxInjections)) {
+  if (injected && (attention_case.injection.count < 1 ||
+                   attention_case.injection.count > kEncodedMaxInjections)) {
     return fail<Bytes>(why, "injection count outside 1..16");
   }
-  if (!usable_scale(c.softmax_scale, c.head_dim)) return fail<Bytes>(why, "softmax_scale unusable");
-  if (c.kernel.size() > 255 || !usable_kernel_name(c.kernel)) {
+  if (!usable_scale(attention_case.softmax_scale, attention_case.head_dim))
+    return fail<Bytes>(why, "softmax_scale unusable");
+  if (attention_case.kernel.size() > 255 || !usable_kernel_name(attention_case.kernel)) {
     return fail<Bytes>(why, "kernel name too long or with odd characters");
   }
-  const bool variants = has_variants(c);
-  if (c.page_size > kEncodedMaxSeqLen) return fail<Bytes>(why, "page_size over 16384");
-  if (c.window_left > kEncodedMaxWindow || c.window_right > kEncodedMaxWindow) {
+  const bool variants = has_variants(attention_case);
+  if (attention_case.page_size > kEncodedMaxSeqLen) return fail<Bytes>(why, "page_size over 16384");
+  if (attention_case.window_left > kEncodedMaxWindow ||
+      attention_case.window_right > kEncodedMaxWindow) {
     return fail<Bytes>(why, "window extent over 65534");
   }
-  if (c.softcap / kSoftcapStep != std::floor(c.softcap / kSoftcapStep) ||
-      c.softcap / kSoftcapStep > 65535.0) {
+  if (attention_case.softcap / kSoftcapStep != std::floor(attention_case.softcap / kSoftcapStep) ||
+      attention_case.softcap / kSoftcapStep > 65535.0) {
     return fail<Bytes>(why, "softcap not a multiple of 1/16 up to 4095.9375");
   }
-  if (auto inconsistency = find_inconsistency(c)) return fail<Bytes>(why, inconsistency->message);
+  if (auto inconsistency = find_inconsistency(attention_case))
+    return fail<Bytes>(why, inconsistency->message);
 
   ByteWriter out;
   for (char m : kCaseMagic) out.put(static_cast<std::uint8_t>(m), 1);
   // A dense case keeps the version 1 bytes that saved corpora hold; the variants need version 2.
   out.put(variants ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion, 1);
-  out.put(static_cast<std::uint64_t>(c.seq_len_q - 1), 2);
-  out.put(static_cast<std::uint64_t>(c.seq_len_k - 1), 2);
-  out.put((c.causal ? 1u : 0u) | (c.layout == Layout::bhsd ? 2u : 0u), 1);
-  out.put(static_cast<std::uint64_t>(c.batch - 1), 1);
-  out.put(static_cast<std::uint64_t>(c.kv_heads - 1), 1);
+  out.put(static_cast<std::uint64_t>(attention_case.seq_len_q - 1), 2);
+  out.put(static_cast<std::uint64_t>(attention_case.seq_len_k - 1), 2);
+  out.put((attention_case.causal ? 1u : 0u) | (attention_case.layout == Layout::bhsd ? 2u : 0u), 1);
+  out.put(static_cast<std::uint64_t>(attention_case.batch - 1), 1);
+  out.put(static_cast<std::uint64_t>(attention_case.kv_heads - 1), 1);
   out.put(static_cast<std::uint64_t>(group - 1), 1);
   out.put(static_cast<std::uint64_t>(head_dim_index - std::begin(kEncodedHeadDims)), 1);
-  out.put(static_cast<std::uint64_t>(c.dtype), 1);
-  out.put(static_cast<std::uint64_t>(c.row_padding), 1);
-  out.put(static_cast<std::uint64_t>(c.data), 1);
-  out.put(c.seed, 8);
-  out.put(static_cast<std::uint64_t>(c.injection.value), 1);
-  out.put(injected ? static_cast<std::uint64_t>(c.injection.tensor) : 0, 1);
-  out.put(injected ? static_cast<std::uint64_t>(c.injection.count - 1) : 0, 1);
-  out.put_double(c.softmax_scale);
+  out.put(static_cast<std::uint64_t>(attention_case.dtype), 1);
+  out.put(static_cast<std::uint64_t>(attention_case.row_padding), 1);
+  out.put(static_cast<std::uint64_t>(attention_case.data), 1);
+  out.put(attention_case.seed, 8);
+  out.put(static_cast<std::uint64_t>(attention_case.injection.value), 1);
+  out.put(injected ? static_cast<std::uint64_t>(attention_case.injection.tensor) : 0, 1);
+  out.put(injected ? static_cast<std::uint64_t>(attention_case.injection.count - 1) : 0, 1);
+  out.put_double(attention_case.softmax_scale);
   if (variants) {
-    out.put((c.alibi ? kFlagAlibi : 0u) | (c.return_lse ? kFlagReturnLse : 0u) |
-                (c.seq_lens_q.empty() ? 0u : kFlagVarlenQ) |
-                (c.seq_lens_k.empty() ? 0u : kFlagVarlenK),
+    out.put((attention_case.alibi ? kFlagAlibi : 0u) |
+                (attention_case.return_lse ? kFlagReturnLse : 0u) |
+                (attention_case.seq_lens_q.empty() ? 0u : kFlagVarlenQ) |
+                (attention_case.seq_lens_k.empty() ? 0u : kFlagVarlenK),
             1);
-    out.put(static_cast<std::uint64_t>(c.page_size), 2);
-    out.put(static_cast<std::uint64_t>(c.window_left + 1), 2);
-    out.put(static_cast<std::uint64_t>(c.window_right + 1), 2);
-    out.put(static_cast<std::uint64_t>(c.softcap / kSoftcapStep), 2);
-    for (const std::int64_t length : c.seq_lens_q) out.put(static_cast<std::uint64_t>(length), 2);
-    for (const std::int64_t length : c.seq_lens_k) out.put(static_cast<std::uint64_t>(length), 2);
+    out.put(static_cast<std::uint64_t>(attention_case.page_size), 2);
+    out.put(static_cast<std::uint64_t>(attention_case.window_left + 1), 2);
+    out.put(static_cast<std::uint64_t>(attention_case.window_right + 1), 2);
+    out.put(static_cast<std::uint64_t>(attention_case.softcap / kSoftcapStep), 2);
+    for (const std::int64_t length : attention_case.seq_lens_q)
+      out.put(static_cast<std::uint64_t>(length), 2);
+    for (const std::int64_t length : attention_case.seq_lens_k)
+      out.put(static_cast<std::uint64_t>(length), 2);
   }
-  out.put(c.kernel.size(), 1);
-  for (char ch : c.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
+  out.put(attention_case.kernel.size(), 1);
+  for (char ch : attention_case.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
   return out.take();
 }
 
@@ -255,52 +266,56 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
                                         std::to_string(kCaseEncodingVersionWithVariants) + ")");
   }
   ByteReader in(bytes.subspan(kHeaderBytes));
-  AttentionCase c;
-  c.seq_len_q = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
+  AttentionCase attention_case;
+  attention_case.seq_len_q = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
   const bool has_seq_len_k = !in.exhausted();
-  c.seq_len_k = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
-  if (!has_seq_len_k) c.seq_len_k = c.seq_len_q;
+  attention_case.seq_len_k = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
+  if (!has_seq_len_k) attention_case.seq_len_k = attention_case.seq_len_q;
   const std::uint64_t flags = in.get(1);
-  c.causal = (flags & 1u) != 0;
-  c.layout = (flags & 2u) != 0 ? Layout::bhsd : Layout::bshd;
-  c.batch = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxBatch);
-  c.kv_heads = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxKvHeads);
-  c.heads = c.kv_heads * (1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxGroup));
-  c.head_dim = kEncodedHeadDims[in.get(1) % std::size(kEncodedHeadDims)];
-  c.dtype = static_cast<Dtype>(in.get(1) % std::size(kDtypeTraits));
-  const bool over_cap = case_work(c) > kCaseWorkCap;
-  if (over_cap) c = fit_to_work_cap(c);
+  attention_case.causal = (flags & 1u) != 0;
+  attention_case.layout = (flags & 2u) != 0 ? Layout::bhsd : Layout::bshd;
+  attention_case.batch = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxBatch);
+  attention_case.kv_heads = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxKvHeads);
+  attention_case.heads =
+      attention_case.kv_heads * (1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxGroup));
+  attention_case.head_dim = kEncodedHeadDims[in.get(1) % std::size(kEncodedHeadDims)];
+  attention_case.dtype = static_cast<Dtype>(in.get(1) % std::size(kDtypeTraits));
+  const bool over_cap = case_work(attention_case) > kCaseWorkCap;
+  if (over_cap) attention_case = fit_to_work_cap(attention_case);
   if (fitted != nullptr) *fitted = over_cap;
-  c.row_padding = static_cast<std::int64_t>(in.get(1) % (kEncodedMaxRowPadding + 1));
-  c.data = static_cast<DataDistribution>(in.get(1) % kDistributionCount);
-  c.seed = in.get(8);
-  c.injection.value = static_cast<SpecialValue>(in.get(1) % kSpecialValueCount);
-  c.injection.tensor = static_cast<TensorRole>(in.get(1) % 3);
-  c.injection.count = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxInjections);
-  if (c.injection.value == SpecialValue::none) c.injection = {};
-  c.softmax_scale = in.get_double();
-  if (!usable_scale(c.softmax_scale, c.head_dim)) {
+  attention_case.row_padding = static_cast<std::int64_t>(in.get(1) % (kEncodedMaxRowPadding + 1));
+  attention_case.data = static_cast<DataDistribution>(in.get(1) % kDistributionCount);
+  attention_case.seed = in.get(8);
+  attention_case.injection.value = static_cast<SpecialValue>(in.get(1) % kSpecialValueCount);
+  attention_case.injection.tensor = static_cast<TensorRole>(in.get(1) % 3);
+  attention_case.injection.count = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxInjections);
+  if (attention_case.injection.value == SpecialValue::none) attention_case.injection = {};
+  attention_case.softmax_scale = in.get_double();
+  if (!usable_scale(attention_case.softmax_scale, attention_case.head_dim)) {
     return fail<AttentionCase>(why,
                                "softmax scale is not finite, positive and within 2^8 of "
                                "1/sqrt(head_dim)");
   }
   if (version_2) {
     const std::uint64_t flags = in.get(1);
-    c.alibi = (flags & kFlagAlibi) != 0;
-    c.return_lse = (flags & kFlagReturnLse) != 0;
-    c.page_size = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxSeqLen + 1));
-    c.window_left = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
-    c.window_right = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
-    c.softcap = static_cast<double>(in.get(2)) * kSoftcapStep;
+    attention_case.alibi = (flags & kFlagAlibi) != 0;
+    attention_case.return_lse = (flags & kFlagReturnLse) != 0;
+    attention_case.page_size = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxSeqLen + 1));
+    attention_case.window_left = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
+    attention_case.window_right =
+        static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
+    attention_case.softcap = static_cast<double>(in.get(2)) * kSoftcapStep;
     // Each length wraps into 0 .. seq_len: every value is a valid sequence.
     if ((flags & kFlagVarlenQ) != 0) {
-      for (std::int64_t b = 0; b < c.batch; ++b) {
-        c.seq_lens_q.push_back(static_cast<std::int64_t>(in.get(2) % (c.seq_len_q + 1)));
+      for (std::int64_t b = 0; b < attention_case.batch; ++b) {
+        attention_case.seq_lens_q.push_back(
+            static_cast<std::int64_t>(in.get(2) % (attention_case.seq_len_q + 1)));
       }
     }
     if ((flags & kFlagVarlenK) != 0) {
-      for (std::int64_t b = 0; b < c.batch; ++b) {
-        c.seq_lens_k.push_back(static_cast<std::int64_t>(in.get(2) % (c.seq_len_k + 1)));
+      for (std::int64_t b = 0; b < attention_case.batch; ++b) {
+        attention_case.seq_lens_k.push_back(
+            static_cast<std::int64_t>(in.get(2) % (attention_case.seq_len_k + 1)));
       }
     }
   }
@@ -310,11 +325,11 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
                                         " bytes follow the kernel name length " +
                                         std::to_string(name_length) + ": they must match");
   }
-  c.kernel.assign(bytes.end() - static_cast<std::ptrdiff_t>(name_length), bytes.end());
-  if (!usable_kernel_name(c.kernel)) {
+  attention_case.kernel.assign(bytes.end() - static_cast<std::ptrdiff_t>(name_length), bytes.end());
+  if (!usable_kernel_name(attention_case.kernel)) {
     return fail<AttentionCase>(why, "kernel name has characters outside [A-Za-z0-9_.-]");
   }
-  return c;
+  return attention_case;
 }
 
 nlohmann::json case_keys_to_json(const AttentionCase& attention_case) {

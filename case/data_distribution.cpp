@@ -460,12 +460,12 @@ namespace {
 // The problem as dense tensors: every sequence seq_len_q (seq_len_k) rows long, compact BSHD,
 // neither packed nor paged. A varlen or paged case draws its data in this shape, then
 // place_rows() moves each sequence's rows to where the problem keeps them.
-AttentionProblem dense_twin(const AttentionProblem& problem) {
-  AttentionProblem twin = problem;
-  twin.seq_lens_q.clear();
-  twin.seq_lens_k.clear();
-  twin.page_size = 0;
-  return with_layout(std::move(twin), Layout::bshd, 0);
+AttentionProblem dense_form(const AttentionProblem& problem) {
+  AttentionProblem dense = problem;
+  dense.seq_lens_q.clear();
+  dense.seq_lens_k.clear();
+  dense.page_size = 0;
+  return with_layout(std::move(dense), Layout::bshd, 0);
 }
 
 // A buffer for a tensor that spans `span` elements, poisoned, with its guard tail.
@@ -496,11 +496,11 @@ void copy_rows(const std::vector<std::uint16_t>& dense, const TensorShape& shape
   }
 }
 
-// The inputs of a varlen or paged problem from those of its dense twin. Rows past a sequence's
+// The inputs of a varlen or paged problem from those of its dense form. Rows past a sequence's
 // end, the unused rows of its last page and the pool's spare page hold poison.
-AttentionInputs place_rows(const AttentionProblem& problem, const AttentionProblem& twin,
+AttentionInputs place_rows(const AttentionProblem& problem, const AttentionProblem& dense_problem,
                            const AttentionInputs& dense) {
-  const InputShapes shapes(twin);
+  const InputShapes shapes(dense_problem);
   AttentionInputs placed;
   const std::int64_t longest_q = problem.varlen_q ? problem.seq_len_q : 0;
   const std::int64_t longest_k = problem.varlen_k && !problem.paged() ? problem.seq_len_k : 0;
@@ -541,9 +541,9 @@ AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
 AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
                                 std::uint64_t seed, const SpecialValueInjection& injection) {
   if (problem.varlen_q || problem.varlen_k || problem.paged()) {
-    const AttentionProblem twin = dense_twin(problem);
-    return place_rows(problem, twin,
-                      generate_dense_inputs(problem, twin, distribution, seed, injection));
+    const AttentionProblem dense = dense_form(problem);
+    return place_rows(problem, dense,
+                      generate_dense_inputs(problem, dense, distribution, seed, injection));
   }
   return generate_dense_inputs(problem, problem, distribution, seed, injection);
 }

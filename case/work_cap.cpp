@@ -31,36 +31,47 @@ std::int64_t largest_fitting_length(std::int64_t length, std::int64_t work_per_u
 }  // namespace
 
 std::int64_t case_work(const AttentionCase& attention_case) {
-  const AttentionCase& c = attention_case;
-  return c.batch * c.heads * c.seq_len_q * c.seq_len_k * c.head_dim;
+  return attention_case.batch * attention_case.heads * attention_case.seq_len_q *
+         attention_case.seq_len_k * attention_case.head_dim;
 }
 
 AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
-  AttentionCase& c = attention_case;
   // Work without the given factor: what one unit of it costs.
-  const auto per = [&c](std::int64_t factor) { return case_work(c) / factor; };
-  const auto fits = [&c, cap] { return case_work(c) <= cap; };
+  const auto per = [&attention_case](std::int64_t factor) {
+    return case_work(attention_case) / factor;
+  };
+  const auto fits = [&attention_case, cap] { return case_work(attention_case) <= cap; };
   const auto shrink_heads = [&](std::int64_t floor) {
-    std::int64_t group = c.heads / c.kv_heads;
+    std::int64_t group = attention_case.heads / attention_case.kv_heads;
     group = largest_fitting(group, floor, per(group), cap);
-    c.heads = c.kv_heads * group;
-    c.kv_heads = largest_fitting(c.kv_heads, floor, per(c.kv_heads), cap);
-    c.heads = c.kv_heads * group;
+    attention_case.heads = attention_case.kv_heads * group;
+    attention_case.kv_heads =
+        largest_fitting(attention_case.kv_heads, floor, per(attention_case.kv_heads), cap);
+    attention_case.heads = attention_case.kv_heads * group;
   };
 
   if (fits()) return attention_case;
-  c.batch = largest_fitting(c.batch, 1, per(c.batch), cap);
+  attention_case.batch = largest_fitting(attention_case.batch, 1, per(attention_case.batch), cap);
   if (!fits()) shrink_heads(2);
-  if (!fits()) c.seq_len_q = largest_fitting_length(c.seq_len_q, per(c.seq_len_q), cap);
+  if (!fits())
+    attention_case.seq_len_q =
+        largest_fitting_length(attention_case.seq_len_q, per(attention_case.seq_len_q), cap);
   if (!fits()) shrink_heads(1);
-  if (!fits()) c.seq_len_q = largest_fitting(c.seq_len_q, 1, per(c.seq_len_q), cap);
-  if (!fits()) c.seq_len_k = largest_fitting_length(c.seq_len_k, per(c.seq_len_k), cap);
-  if (!fits()) c.seq_len_k = largest_fitting(c.seq_len_k, 1, per(c.seq_len_k), cap);
+  if (!fits())
+    attention_case.seq_len_q =
+        largest_fitting(attention_case.seq_len_q, 1, per(attention_case.seq_len_q), cap);
+  if (!fits())
+    attention_case.seq_len_k =
+        largest_fitting_length(attention_case.seq_len_k, per(attention_case.seq_len_k), cap);
+  if (!fits())
+    attention_case.seq_len_k =
+        largest_fitting(attention_case.seq_len_k, 1, per(attention_case.seq_len_k), cap);
   // Per-sequence lengths follow: one per sequence kept, none longer than the new maximum.
   for (auto [lengths, longest] :
-       {std::pair{&c.seq_lens_q, c.seq_len_q}, std::pair{&c.seq_lens_k, c.seq_len_k}}) {
+       {std::pair{&attention_case.seq_lens_q, attention_case.seq_len_q},
+        std::pair{&attention_case.seq_lens_k, attention_case.seq_len_k}}) {
     if (lengths->empty()) continue;
-    lengths->resize(static_cast<std::size_t>(c.batch));
+    lengths->resize(static_cast<std::size_t>(attention_case.batch));
     for (std::int64_t& length : *lengths) length = std::min(length, longest);
   }
   return attention_case;

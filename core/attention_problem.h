@@ -139,20 +139,30 @@ ATTNFUZZ_PROBLEM_HD inline std::int64_t lse_row_offset(const ProblemShape& probl
   return problem.varlen_q ? cu_seqlens_q[b] + i : b * problem.lse_strides.batch + i;
 }
 
+// The keys before key_end that a query row whose diagonal is key `diagonal` sees: up to the
+// diagonal when causal, within window_right keys after it and window_left keys before it (-1: no
+// limit). The one statement of the mask: the oracle reads it through visible_keys, and the
+// FlashAttention twins through kernels/flash_plant_rules.h, which adds only their plants' slack.
+ATTNFUZZ_PROBLEM_HD inline KeyRange keys_about_diagonal(std::int64_t diagonal, bool causal,
+                                                        std::int64_t window_left,
+                                                        std::int64_t window_right,
+                                                        std::int64_t key_end) {
+  KeyRange range{0, key_end};
+  if (causal && diagonal + 1 < range.end) range.end = diagonal + 1;
+  if (window_right >= 0 && diagonal + window_right + 1 < range.end) {
+    range.end = diagonal + window_right + 1;
+  }
+  if (window_left >= 0 && diagonal - window_left > range.first)
+    range.first = diagonal - window_left;
+  return range;
+}
+
 // The keys query row i of a sequence of seq_q queries and seq_k keys sees: the causal mask
 // (bottom-right aligned) and the sliding window about the diagonal i + seq_k - seq_q.
 ATTNFUZZ_PROBLEM_HD inline KeyRange visible_keys(const ProblemShape& problem, std::int64_t i,
                                                  std::int64_t seq_q, std::int64_t seq_k) {
-  const std::int64_t diagonal = i + seq_k - seq_q;
-  KeyRange range{0, seq_k};
-  if (problem.causal && diagonal + 1 < range.end) range.end = diagonal + 1;
-  if (problem.window_right >= 0 && diagonal + problem.window_right + 1 < range.end) {
-    range.end = diagonal + problem.window_right + 1;
-  }
-  if (problem.window_left >= 0 && diagonal - problem.window_left > range.first) {
-    range.first = diagonal - problem.window_left;
-  }
-  return range;
+  return keys_about_diagonal(i + seq_k - seq_q, problem.causal, problem.window_left,
+                             problem.window_right, seq_k);
 }
 
 // |i + seq_k - seq_q - j|: ALiBi's distance of key j from row i's diagonal.

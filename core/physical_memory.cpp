@@ -9,9 +9,9 @@ std::optional<std::int64_t> physical_memory_bytes() {
   // Read once: the matrix reader asks for every case it checks.
   static const std::optional<std::int64_t> bytes = []() -> std::optional<std::int64_t> {
     const std::int64_t pages = sysconf(_SC_PHYS_PAGES);
-    const std::int64_t page_size = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page_size <= 0) return std::nullopt;
-    return pages * page_size;
+    const std::int64_t bytes_per_page = sysconf(_SC_PAGE_SIZE);  // memory pages, not K/V pages
+    if (pages <= 0 || bytes_per_page <= 0) return std::nullopt;
+    return pages * bytes_per_page;
   }();
   return bytes;
 }

@@ -2,8 +2,9 @@
 // RapidCheck generators of attention cases over the whole valid space, weighted toward the edges:
 // sequence lengths 1, tile - 1, tile, tile + 1 (tiles of 64), seq_len_q != seq_len_k, every
 // supported head dim, GQA ratios, every dtype, layout, distribution and special value (one case
-// in four). They shrink toward the smallest shape and the simplest data (normal, no injection).
-// Used by the property engine (fuzz_attention --properties) and by the unit tests.
+// in four, where the limits ask for them). They shrink toward the smallest shape and the simplest
+// data (normal, no injection). Used by the property engine (fuzz_attention --properties) and by the
+// unit tests.
 #pragma once
 
 #include <rapidcheck.h>
@@ -56,15 +57,28 @@ inline rc::Gen<std::int64_t> sequence_length(std::int64_t max_length) {
 struct CaseLimits {
   std::int64_t max_seq_len = 200;
   std::vector<DataDistribution> distributions;  // empty: every distribution
-  bool injections = true;                       // false: never inject special values
-  // The axes of the property search and the false-alarm bench; off by default, so that a test's
+  // Special values in 1 case of 4 (special_value_injection); off by default, so that a test's
   // observability argument about the cases it draws stays as it was written.
+  bool injections = false;
+  // The axes of the property search and the false-alarm bench; off by default, as above.
   bool other_scales = false;     // 1 case in 4 with softmax_scale 1/16 to 8 times the default
   bool long_rows = false;        // 1 case in 8 with 1025 to 8192 keys, fitted under the work cap
   bool other_head_dims = false;  // 1 case in 8 with a head dim no built-in kernel supports:
                                  // 16, 80, 160 or 192 (a plugin's, perhaps)
   bool decode_steps = false;     // 1 case in 8 a decode step: a few query rows, 257+ keys
 };
+
+// The cases the property search (fuzz_attention --properties) draws from, and the false-alarm
+// bench with it: sequences up to 256, every distribution and special value, and every wider axis.
+inline CaseLimits search_case_limits() {
+  return {.max_seq_len = 256,
+          .distributions = {},
+          .injections = true,
+          .other_scales = true,
+          .long_rows = true,
+          .other_head_dims = true,
+          .decode_steps = true};
+}
 
 // softmax_scale as a multiple of the default 1/sqrt(head_dim), or 0 (the default itself) 3 times
 // in 4. Far on both sides: a kernel that ignores the scale, or hard-codes one, shows on either.
@@ -151,10 +165,11 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
   const auto numerics_and_data = rc::gen::tuple(
       choice<Dtype>({Dtype::fp16, Dtype::bf16}), choice<bool>({false, true}),  // dtype, causal
       choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
-      choice(std::move(distributions)), uniform<std::uint64_t>(0, std::uint64_t{1} << 32));
+      choice(std::move(distributions)), uniform<std::uint64_t>(0, std::uint64_t{1} << 32),
+      limits.injections ? special_value_injection() : rc::gen::just(SpecialValueInjection{}));
   return rc::gen::map(rc::gen::tuple(shape, numerics_and_data, wider), [](const auto& choices) {
     const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = std::get<0>(choices);
-    const auto& [dtype, causal, layout, row_padding, data, seed] = std::get<1>(choices);
+    const auto& [dtype, causal, layout, row_padding, data, seed, injection] = std::get<1>(choices);
     const auto& [scale_multiple, long_row, decode] = std::get<2>(choices);
     AttentionCase attention_case;
     attention_case.id = "generated";
@@ -170,6 +185,7 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
     attention_case.row_padding = row_padding;
     attention_case.data = data;
     attention_case.seed = seed;
+    attention_case.injection = injection;
     if (scale_multiple != 0.0) {
       attention_case.softmax_scale =
           scale_multiple / std::sqrt(static_cast<double>(attention_case.head_dim));
@@ -226,19 +242,30 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base) {
                      choice<bool>({false, true}),                            // return_lse
                      uniform<std::uint64_t>(0, std::uint64_t{1} << 32));     // the lengths' seed
   return rc::gen::map(rc::gen::pair(std::move(base), variants), [](const auto& drawn) {
-    AttentionCase c = drawn.first;
+    AttentionCase attention_case = drawn.first;
     const auto& [varlen, page_size, window_left, window_right, softcap, alibi, return_lse,
                  lengths_seed] = drawn.second;
-    if (varlen & 1) c.seq_lens_q = drawn_sequence_lengths(c.batch, c.seq_len_q, lengths_seed);
-    if (varlen & 2) c.seq_lens_k = drawn_sequence_lengths(c.batch, c.seq_len_k, ~lengths_seed);
-    c.page_size = page_size;
-    c.window_left = window_left;
-    c.window_right = window_right;
-    c.softcap = softcap;
-    c.alibi = alibi;
-    c.return_lse = return_lse;
-    return c;
+    if (varlen & 1)
+      attention_case.seq_lens_q =
+          drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_q, lengths_seed);
+    if (varlen & 2)
+      attention_case.seq_lens_k =
+          drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_k, ~lengths_seed);
+    attention_case.page_size = page_size;
+    attention_case.window_left = window_left;
+    attention_case.window_right = window_right;
+    attention_case.softcap = softcap;
+    attention_case.alibi = alibi;
+    attention_case.return_lse = return_lse;
+    return attention_case;
   });
+}
+
+// What the property search checks against the oracle (matches_oracle), and the false-alarm bench
+// with it: every case search_case_limits() allows, with the variants. (The metamorphic properties
+// draw small_case(search_case_limits()) alone: their relations are written for dense cases.)
+inline rc::Gen<AttentionCase> search_cases() {
+  return with_variants(small_case(search_case_limits()));
 }
 
 }  // namespace attnfuzz

@@ -15,6 +15,9 @@ namespace {
 // running then gets this long to finish.
 constexpr double kBudgetGraceSeconds = 1.0;
 
+// The key of a property check's request: the property's name.
+constexpr const char* kPropertyKey = "property";
+
 }  // namespace
 
 ContainedPropertyCheck::ContainedPropertyCheck(WorkerPoolSettings workers, double budget_seconds)
@@ -34,7 +37,7 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
   const auto request_of = [&](std::size_t) {
     return nlohmann::json{{"id", "property"},
                           {"case", case_keys_to_json(attention_case)},
-                          {"property", kProperties[static_cast<int>(property)].name}};
+                          {kPropertyKey, kProperties[static_cast<int>(property)].name}};
   };
   const auto on_record = [&](std::size_t, const nlohmann::json& record) {
     const nlohmann::json& verdict = record.at("failure");
@@ -58,18 +61,17 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
   return failure;
 }
 
-bool ContainedPropertyCheck::is_property_request(const nlohmann::json& request) {
-  return request.contains("property");
-}
-
-nlohmann::json ContainedPropertyCheck::answer_property_request(const AttentionCase& attention_case,
-                                                               const nlohmann::json& request,
-                                                               const RunSettings& settings) {
-  const std::optional<Property> property =
-      parse_property(request.at("property").get_ref<const std::string&>());
-  if (!property) throw std::invalid_argument("unknown property in a request");
-  const std::optional<std::string> failure = check_property(*property, attention_case, settings);
-  return {{"failure", failure ? nlohmann::json(*failure) : nlohmann::json(nullptr)}};
+WorkerRequestKind ContainedPropertyCheck::request_kind(const RunSettings& settings) {
+  return {kPropertyKey,
+          [settings](const AttentionCase& attention_case,
+                     const nlohmann::json& request) -> nlohmann::json {
+            const std::optional<Property> property =
+                parse_property(request.at(kPropertyKey).get_ref<const std::string&>());
+            if (!property) throw std::invalid_argument("unknown property in a request");
+            const std::optional<std::string> failure =
+                check_property(*property, attention_case, settings);
+            return {{"failure", failure ? nlohmann::json(*failure) : nlohmann::json(nullptr)}};
+          }};
 }
 
 }  // namespace attnfuzz

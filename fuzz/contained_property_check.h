@@ -13,6 +13,7 @@
 
 #include "case/attention_case.h"
 #include "fuzz/properties.h"
+#include "run/case_worker.h"
 #include "run/worker_pool.h"
 
 namespace attnfuzz {
@@ -27,11 +28,9 @@ class ContainedPropertyCheck {
   // with the worker's last output; running out of memory, or out of budget, is not.
   std::optional<std::string> operator()(Property property, const AttentionCase& attention_case);
 
-  // The request a worker answers with the property's verdict: {"failure": null or "why"}.
-  static bool is_property_request(const nlohmann::json& request);
-  static nlohmann::json answer_property_request(const AttentionCase& attention_case,
-                                                const nlohmann::json& request,
-                                                const RunSettings& settings);
+  // The request a worker answers with the property's verdict, {"failure": null or "why"}: it
+  // carries "property", the property's name. A worker serves it among its own (run/case_worker.h).
+  static WorkerRequestKind request_kind(const RunSettings& settings);
 
  private:
   double case_timeout_seconds_;

@@ -46,22 +46,30 @@ int tail_class(std::int64_t length) {
 
 }  // namespace
 
-void mark_shape_counters(const AttentionCase& c) {
-  mark(kQueryTail + tail_class(c.seq_len_q));
-  mark(kKeyTail + tail_class(c.seq_len_k));
-  const int relation = c.seq_len_q < c.seq_len_k ? 0 : c.seq_len_q == c.seq_len_k ? 1 : 2;
-  mark(kDiagonal + (c.causal ? 3 : 0) + relation);
-  const std::int64_t group = c.heads / c.kv_heads;
+void mark_shape_counters(const AttentionCase& attention_case) {
+  mark(kQueryTail + tail_class(attention_case.seq_len_q));
+  mark(kKeyTail + tail_class(attention_case.seq_len_k));
+  const int relation = attention_case.seq_len_q < attention_case.seq_len_k    ? 0
+                       : attention_case.seq_len_q == attention_case.seq_len_k ? 1
+                                                                              : 2;
+  mark(kDiagonal + (attention_case.causal ? 3 : 0) + relation);
+  const std::int64_t group = attention_case.heads / attention_case.kv_heads;
   mark(kGroupRatio + (group == 1 ? 0 : group == 2 ? 1 : group <= 4 ? 2 : 3));
-  if (c.kv_heads == 1 && c.heads > 1) mark(kGroupRatio + 4);
-  mark(kHeadDim + static_cast<int>(std::min<std::int64_t>(c.head_dim / 32, 7)));
-  mark(kDtype + static_cast<int>(c.dtype));
-  mark(kLayout + (c.layout == Layout::bhsd ? 2 : 0) + (c.row_padding > 0 ? 1 : 0));
-  mark(kDistribution + static_cast<int>(c.data) % 8);
-  mark(kInjection + static_cast<int>(c.injection.value) % 8);
-  mark(kKeyLength + (c.seq_len_k <= 64 ? 0 : c.seq_len_k <= 512 ? 1 : c.seq_len_k <= 1024 ? 2 : 3));
-  const double default_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  mark(kScale + (c.softmax_scale == 0.0 ? 0 : c.softmax_scale < default_scale ? 1 : 2));
+  if (attention_case.kv_heads == 1 && attention_case.heads > 1) mark(kGroupRatio + 4);
+  mark(kHeadDim + static_cast<int>(std::min<std::int64_t>(attention_case.head_dim / 32, 7)));
+  mark(kDtype + static_cast<int>(attention_case.dtype));
+  mark(kLayout + (attention_case.layout == Layout::bhsd ? 2 : 0) +
+       (attention_case.row_padding > 0 ? 1 : 0));
+  mark(kDistribution + static_cast<int>(attention_case.data) % 8);
+  mark(kInjection + static_cast<int>(attention_case.injection.value) % 8);
+  mark(kKeyLength + (attention_case.seq_len_k <= 64     ? 0
+                     : attention_case.seq_len_k <= 512  ? 1
+                     : attention_case.seq_len_k <= 1024 ? 2
+                                                        : 3));
+  const double default_scale = 1.0 / std::sqrt(static_cast<double>(attention_case.head_dim));
+  mark(kScale + (attention_case.softmax_scale == 0.0            ? 0
+                 : attention_case.softmax_scale < default_scale ? 1
+                                                                : 2));
 }
 
 void mark_fitted_counter() {

@@ -14,8 +14,9 @@
 //                            [--plant=NAME] [--backend=NAME] [--oracle=NAME] [--threads=N]
 //                            [--repeats=N] [--accumulation=A[/KEYS]]
 //                            [CORPUS_DIR...]
-// These are the rows of fuzz_attention's flag table marked SHARED_OPTION (cli/harness_options.h),
-// read and checked by the same code as fuzz_attention's (cli/run_settings_options.h); only the
+// These are the rows of fuzz_attention's flag table marked SHARED_OPTION
+// (options/harness_options.h), read and checked by the same code as fuzz_attention's
+// (options/run_settings_options.h); only the
 // `--flag=value` form is read, and libFuzzer ignores flags that start with "--". A flag that is not
 // given comes from its environment variable when that is set and not empty (the flag wins):
 //   ATTNFUZZ_KERNEL, ATTNFUZZ_KERNEL_LIB, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND, ATTNFUZZ_ORACLE,
@@ -31,8 +32,6 @@
 #include <string>
 
 #include "case/case_codec.h"
-#include "cli/harness_options.h"
-#include "cli/run_settings_options.h"
 #include "core/exit_codes.h"
 #include "core/harness_error.h"
 #include "core/text.h"
@@ -40,6 +39,8 @@
 #include "kernels/cuda_device_probe.h"
 #include "kernels/device_coverage.h"
 #include "kernels/kernel_registry.h"
+#include "options/harness_options.h"
+#include "options/run_settings_options.h"
 #include "run/case_runner.h"
 #include "run/replay_command.h"
 

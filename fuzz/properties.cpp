@@ -193,12 +193,13 @@ std::optional<std::string> check_key_shift(const Subject& subject, std::uint64_t
                          within_bounds(first, second));
 }
 
-std::optional<std::string> check_independence(const Subject& subject, const AttentionCase& c) {
+std::optional<std::string> check_independence(const Subject& subject,
+                                              const AttentionCase& attention_case) {
   // Change Q of (batch 0, head 0) and K, V of the last (batch, kv head): every other output must
   // stay bitwise the same.
   const AttentionProblem& problem = subject.problem;
-  AttentionCase other_seed = c;
-  other_seed.seed = c.seed ^ 0x5A5A5A5A5A5A5A5Aull;
+  AttentionCase other_seed = attention_case;
+  other_seed.seed = attention_case.seed ^ 0x5A5A5A5A5A5A5A5Aull;
   const AttentionInputs other =
       generate_inputs(problem, other_seed.data, other_seed.seed, other_seed.injection);
   AttentionInputs changed = subject.inputs;
@@ -222,14 +223,14 @@ std::optional<std::string> check_independence(const Subject& subject, const Atte
                          "after changing only another batch's or head's data", untouched, nullptr);
 }
 
-std::optional<std::string> check_gqa(const Subject& subject, const AttentionCase& c) {
-  if (c.kv_heads == c.heads) return std::nullopt;
-  AttentionCase mha_case = c;
-  mha_case.kv_heads = c.heads;
+std::optional<std::string> check_gqa(const Subject& subject, const AttentionCase& attention_case) {
+  if (attention_case.kv_heads == attention_case.heads) return std::nullopt;
+  AttentionCase mha_case = attention_case;
+  mha_case.kv_heads = attention_case.heads;
   const AttentionProblem mha = problem_of(mha_case);
   const AttentionProblem& gqa = subject.problem;
   // Inputs of the MHA problem: Q as is, K/V head h = the GQA problem's kv head h / group.
-  AttentionInputs repeated = generate_inputs(mha, c.data, c.seed, {});
+  AttentionInputs repeated = generate_inputs(mha, attention_case.data, attention_case.seed, {});
   repeated.q = subject.inputs.q;
   for (std::int64_t b = 0; b < gqa.batch; ++b)
     for (std::int64_t h = 0; h < gqa.heads; ++h)
@@ -251,14 +252,16 @@ std::optional<std::string> check_gqa(const Subject& subject, const AttentionCase
                          nullptr);
 }
 
-std::optional<std::string> check_causal_future(const Subject& subject, const AttentionCase& c) {
+std::optional<std::string> check_causal_future(const Subject& subject,
+                                               const AttentionCase& attention_case) {
   const AttentionProblem& problem = subject.problem;
   if (!problem.causal || problem.seq_len_k < 2) return std::nullopt;
   // Keys from `first_changed` on get other values; rows that cannot see them must not move.
   const std::int64_t first_changed =
-      1 + static_cast<std::int64_t>(splitmix64_finalise(c.seed) %
+      1 + static_cast<std::int64_t>(splitmix64_finalise(attention_case.seed) %
                                     static_cast<std::uint64_t>(problem.seq_len_k - 1));
-  const AttentionInputs other = generate_inputs(problem, c.data, c.seed + 1, c.injection);
+  const AttentionInputs other = generate_inputs(problem, attention_case.data,
+                                                attention_case.seed + 1, attention_case.injection);
   AttentionInputs changed = subject.inputs;
   for_each_key_row(problem, [&](std::int64_t, std::int64_t, std::int64_t j, std::int64_t k_at,
                                 std::int64_t v_at) {
@@ -339,44 +342,38 @@ std::optional<std::string> check_padding(const Subject& subject) {
 
 // The cases a property draws from: the general generator, adjusted so the property applies.
 rc::Gen<AttentionCase> generator_for(Property property) {
-  rc::Gen<AttentionCase> cases = small_case({.max_seq_len = 256,
-                                             .distributions = {},
-                                             .injections = true,
-                                             .other_scales = true,
-                                             .long_rows = true,
-                                             .other_head_dims = true,
-                                             .decode_steps = true});
-  // The oracle comparison covers the attention variants; the metamorphic relations are written
-  // for dense cases.
-  if (property == Property::matches_oracle) cases = with_variants(std::move(cases));
-  return rc::gen::map(std::move(cases), [property](AttentionCase c) {
+  rc::Gen<AttentionCase> cases =
+      property == Property::matches_oracle ? search_cases() : small_case(search_case_limits());
+  return rc::gen::map(std::move(cases), [property](AttentionCase attention_case) {
     switch (property) {
       case Property::key_value_permutation:
-        c.causal = false;
+        attention_case.causal = false;
         break;
       case Property::key_shift:
-        c.data = DataDistribution::small_integers;
-        c.injection = {};
+        attention_case.data = DataDistribution::small_integers;
+        attention_case.injection = {};
         break;
       case Property::gqa_equals_mha:
-        c.heads = c.kv_heads * std::max<std::int64_t>(2, c.heads / c.kv_heads);
+        attention_case.heads =
+            attention_case.kv_heads *
+            std::max<std::int64_t>(2, attention_case.heads / attention_case.kv_heads);
         break;
       case Property::causal_future_independence:
-        c.causal = true;
+        attention_case.causal = true;
         break;
       case Property::value_scaling:
-        if (c.data == DataDistribution::value_outliers) {
-          c.data = DataDistribution::normal;
+        if (attention_case.data == DataDistribution::value_outliers) {
+          attention_case.data = DataDistribution::normal;
         }
-        if (c.injection.tensor == TensorRole::value) c.injection = {};
+        if (attention_case.injection.tensor == TensorRole::value) attention_case.injection = {};
         break;
       case Property::padding_nan_independence:
-        c.row_padding = std::max<std::int64_t>(c.row_padding, 1);
+        attention_case.row_padding = std::max<std::int64_t>(attention_case.row_padding, 1);
         break;
       default:
         break;
     }
-    return c;
+    return attention_case;
   });
 }
 

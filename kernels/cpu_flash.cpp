@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // cpu_flash: a CPU twin of the FlashAttention-2 forward algorithm.
 //
-// It walks the problem exactly as the CUDA kernel does, one (batch, head, query tile) at a time:
-//   for each key/value tile of block_n rows (stopping at the causal diagonal):
+// It walks the problem exactly as the CUDA kernel does, one (batch, head, query tile) at a time,
+// each sequence on its own (a packed batch's sequences start at cu_seqlens_q/k):
+//   for each key/value tile of block_n rows that the tile's rows can see (from the sliding
+//   window's left edge of its first row to the causal diagonal or the window's right edge of its
+//   last row), staged row by row through the block table when K and V are paged:
 //     S = Q_tile K_tile^T                fp32 accumulation of exact fp16/bf16 products
-//     S = S * scale, masked to -inf       (tail columns past seq_len_k, causal mask)
+//     S = S * scale; S = softcap * tanh(S / softcap) when soft-capped; S -= slope_h * |distance
+//         from the diagonal| with ALiBi; masked to -inf (tail columns past the sequence's keys,
+//         the causal mask and the window)
 //     m_new = max(m, rowmax(S)); P = exp(S - m_new); l = l * exp(m - m_new) + rowsum(P)
 //     acc = acc * exp(m - m_new) + round_to_dtype(P) V_tile     (P in the input dtype, as the
 //                                                                tensor cores take it; fp32 acc)
-//   O = round_to_dtype(acc / l), 0 for rows that saw no key.
+//   O = round_to_dtype(acc / l), 0 for rows that saw no key; the log-sum-exp m + log(l) (-inf
+//   for a row that saw no key) when the problem returns it.
 // Tile sizes come from flash_tile_traits.h, shared with the CUDA kernel, and so does the split-KV
 // plan: a decode-shaped problem (one query tile, many keys) runs its key tiles in splits, each
 // leaving an fp32 partial output and log-sum-exp that a combine step merges, as the CUDA kernel's

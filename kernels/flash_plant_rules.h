@@ -150,21 +150,17 @@ ATTNFUZZ_HOST_DEVICE inline std::int64_t pool_page(const std::int32_t* block_tab
   return plant == PlantedBug::block_table_logical_page ? logical : block_table[logical];
 }
 
-// The keys query row `query_row` sees: up to its causal diagonal (offset from
-// causal_diagonal_offset) and the window's right edge, from the window's left edge on, before
-// key_end. window_edge_off_by_one sees one key more on the left.
+// The keys query row `query_row` sees, before key_end: core's mask (keys_about_diagonal) about
+// its diagonal, query_row + diagonal_offset (causal_diagonal_offset, where the causal plants
+// act). window_edge_off_by_one sees one key more on the left.
 ATTNFUZZ_HOST_DEVICE inline KeyRange visible_key_range_of_row(
     std::int64_t query_row, std::int64_t diagonal_offset, bool causal, std::int64_t window_left,
     std::int64_t window_right, std::int64_t key_end, PlantedBug plant) {
-  const std::int64_t diagonal = query_row + diagonal_offset;
-  KeyRange range{0, key_end};
-  if (causal && diagonal + 1 < range.end) range.end = diagonal + 1;
-  if (window_right >= 0 && diagonal + window_right + 1 < range.end) {
-    range.end = diagonal + window_right + 1;
-  }
-  if (window_left >= 0) {
-    const std::int64_t slack = plant == PlantedBug::window_edge_off_by_one ? 1 : 0;
-    if (diagonal - window_left - slack > range.first) range.first = diagonal - window_left - slack;
+  KeyRange range =
+      keys_about_diagonal(query_row + diagonal_offset, causal, window_left, window_right, key_end);
+  // The window cut the row's left edge (first > 0): the plant's edge is one key further left.
+  if (plant == PlantedBug::window_edge_off_by_one && window_left >= 0 && range.first > 0) {
+    --range.first;
   }
   return range;
 }

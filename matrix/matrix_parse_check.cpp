@@ -117,27 +117,29 @@ bool product_fits_int64(std::initializer_list<std::int64_t> factors) {
   return true;
 }
 
-// What makes `c` a case the harness cannot run, or nullopt.
-std::optional<std::string> problem_with_case(const AttentionCase& c) {
-  if (!is_case_id(c.id)) return "an id that is not <name>/<index>";
+// What makes `attention_case` a case the harness cannot run, or nullopt.
+std::optional<std::string> problem_with_case(const AttentionCase& attention_case) {
+  if (!is_case_id(attention_case.id)) return "an id that is not <name>/<index>";
   std::optional<std::string> outside;  // the first field outside its limits
   for_each_case_field([&](auto field) {
     using Field = decltype(field);
     if (outside) return;
-    if (auto why = Field::Codec::outside_limits(c.*Field::member)) {
+    if (auto why = Field::Codec::outside_limits(attention_case.*Field::member)) {
       outside = std::string(Field::key) + " " + *why;
     }
   });
   if (outside) return outside;
-  if (c.heads % c.kv_heads != 0) {
-    return "heads " + std::to_string(c.heads) + " not a multiple of kv_heads " +
-           std::to_string(c.kv_heads);
+  if (attention_case.heads % attention_case.kv_heads != 0) {
+    return "heads " + std::to_string(attention_case.heads) + " not a multiple of kv_heads " +
+           std::to_string(attention_case.kv_heads);
   }
-  if (const auto inconsistency = find_inconsistency(c)) return inconsistency->message;
+  if (const auto inconsistency = find_inconsistency(attention_case)) return inconsistency->message;
   std::int64_t row = 0;
-  if (__builtin_add_overflow(c.head_dim, c.row_padding, &row) ||
-      !product_fits_int64({c.batch, c.seq_len_q, c.heads, row}) ||
-      !product_fits_int64({c.batch, c.seq_len_k, c.kv_heads, row})) {
+  if (__builtin_add_overflow(attention_case.head_dim, attention_case.row_padding, &row) ||
+      !product_fits_int64(
+          {attention_case.batch, attention_case.seq_len_q, attention_case.heads, row}) ||
+      !product_fits_int64(
+          {attention_case.batch, attention_case.seq_len_k, attention_case.kv_heads, row})) {
     return "element counts that overflow int64";
   }
   return std::nullopt;
@@ -151,10 +153,12 @@ std::optional<std::string> check_accepted(const CaseMatrix& matrix, const std::s
   }
   if (matrix.cases.empty()) return "accepted a matrix with no cases";
   std::set<std::string> ids;
-  for (const AttentionCase& c : matrix.cases) {
-    if (!ids.insert(c.id).second) return "accepted the case id " + json_quoted(c.id) + " twice";
-    if (const auto problem = problem_with_case(c)) {
-      return "accepted case " + json_quoted(c.id) + " with " + *problem + ": " + describe_case(c);
+  for (const AttentionCase& attention_case : matrix.cases) {
+    if (!ids.insert(attention_case.id).second)
+      return "accepted the case id " + json_quoted(attention_case.id) + " twice";
+    if (const auto problem = problem_with_case(attention_case)) {
+      return "accepted case " + json_quoted(attention_case.id) + " with " + *problem + ": " +
+             describe_case(attention_case);
     }
   }
   return std::nullopt;

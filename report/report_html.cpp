@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched) with
-// the verdict, an error_ratio heatmap for each kernel and dtype (panels split by the axes the run
-// varies, cells over seq lens x heads x batch), the failures with their replay commands, the skips
-// by reason and the environment. Every piece of text from the report is
-// escaped and the markup is well-formed XML, so the page also parses as XHTML.
+// the verdict, an error_ratio heatmap for each kernel and dtype (panels split by every other case
+// field the run varies, cells over seq lens x heads x batch), the failures with their replay
+// commands, the skips by reason and the environment. Every piece of text from the report is escaped
+// and the markup is well-formed XML, so the page also parses as XHTML.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -25,6 +25,7 @@
 #include "core/attention_problem.h"
 #include "core/number_text.h"
 #include "core/text.h"
+#include "report/heatmap_place.h"
 #include "report/report_writers.h"
 
 namespace attnfuzz {
@@ -208,43 +209,86 @@ struct Column {
   }
 };
 
-// The axes besides the grid's (seq lens, heads, batch) that a case's error depends on. Cases that
-// differ in one never share a cell: each axis the run varies splits the panels, and a panel's
-// title names its values. `order` sorts the panels, `label` names a value; titles leave out the
-// `usual` values (data normal, layout bshd, no row padding) to stay short.
+// The fields that split panels (report/heatmap_place.h), in the schema's order: each axis the run
+// varies gives each of its values panels of their own, and a panel's title names its values.
+// `value` sorts the panels; titles leave out the `usual` values (a variant switched off, data
+// normal, layout bshd, no row padding) to stay short.
 struct PanelAxis {
-  std::int64_t (*order)(const AttentionCase&);
-  std::string (*label)(const AttentionCase&);
-  bool (*usual)(const AttentionCase&);
+  CaseField field;
+  nlohmann::json (*value)(const AttentionCase&);
+  bool (*unset)(const AttentionCase&);  // the codec's "not chosen" (left out of a case's JSON)
 };
-constexpr PanelAxis kPanelAxes[] = {
-    {[](const AttentionCase& c) -> std::int64_t { return c.causal ? 1 : 0; },
-     [](const AttentionCase& c) { return std::string(c.causal ? "causal" : "not causal"); },
-     [](const AttentionCase&) { return false; }},
-    {[](const AttentionCase& c) -> std::int64_t { return c.head_dim; },
-     [](const AttentionCase& c) { return "D=" + std::to_string(c.head_dim); },
-     [](const AttentionCase&) { return false; }},
-    {[](const AttentionCase& c) -> std::int64_t { return static_cast<std::int64_t>(c.data); },
-     [](const AttentionCase& c) { return "data " + std::string(distribution_name(c.data)); },
-     [](const AttentionCase& c) { return c.data == DataDistribution::normal; }},
-    {[](const AttentionCase& c) -> std::int64_t { return static_cast<std::int64_t>(c.layout); },
-     [](const AttentionCase& c) { return "layout " + std::string(layout_name(c.layout)); },
-     [](const AttentionCase& c) { return c.layout == Layout::bshd; }},
-    {[](const AttentionCase& c) -> std::int64_t { return c.row_padding; },
-     [](const AttentionCase& c) { return "row padding " + std::to_string(c.row_padding); },
-     [](const AttentionCase& c) { return c.row_padding == 0; }},
-};
-constexpr std::size_t kPanelAxisCount = std::size(kPanelAxes);
 
-// Which of kPanelAxes take more than one value among the run's cases.
-std::array<bool, kPanelAxisCount> varying_axes(const RunReport& report) {
-  std::array<bool, kPanelAxisCount> varies{};
+std::vector<PanelAxis> make_panel_axes() {
+  std::vector<PanelAxis> axes;
+  for_each_case_field([&](auto field) {
+    using Field = decltype(field);
+    if (heatmap_place(Field::case_field) != HeatmapPlace::panel_axis) return;
+    axes.push_back({Field::case_field,
+                    [](const AttentionCase& attention_case) -> nlohmann::json {
+                      return Field::Codec::write(attention_case.*Field::member);
+                    },
+                    [](const AttentionCase& attention_case) {
+                      return Field::Codec::unset(attention_case.*Field::member);
+                    }});
+  });
+  return axes;
+}
+
+const std::vector<PanelAxis>& panel_axes() {
+  static const std::vector<PanelAxis> axes = make_panel_axes();
+  return axes;
+}
+
+// A panel axis's value as a title names it: "causal", "D=128", "data large_scores",
+// "softcap 50", "no softcap".
+std::string axis_label(const PanelAxis& axis, const AttentionCase& attention_case) {
+  switch (axis.field) {
+    case CaseField::causal:
+      return attention_case.causal ? "causal" : "not causal";
+    case CaseField::head_dim:
+      return "D=" + std::to_string(attention_case.head_dim);
+    case CaseField::row_padding:
+      return "row padding " + std::to_string(attention_case.row_padding);
+    default:
+      break;
+  }
+  std::string key;
+  for_each_case_field([&](auto field) {
+    if (decltype(field)::case_field == axis.field) key = decltype(field)::key;
+  });
+  if (axis.unset(attention_case)) return "no " + key;
+  const nlohmann::json value = axis.value(attention_case);
+  return key + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+}
+
+// Whether a title may leave the value out: causal and the head dim are always named.
+bool axis_usual(const PanelAxis& axis, const AttentionCase& attention_case) {
+  switch (axis.field) {
+    case CaseField::causal:
+    case CaseField::head_dim:
+      return false;
+    case CaseField::data:
+      return attention_case.data == DataDistribution::normal;
+    case CaseField::layout:
+      return attention_case.layout == Layout::bshd;
+    case CaseField::row_padding:
+      return attention_case.row_padding == 0;
+    default:
+      return axis.unset(attention_case);
+  }
+}
+
+// Which of panel_axes() take more than one value among the run's cases.
+std::vector<bool> varying_axes(const RunReport& report) {
+  const std::vector<PanelAxis>& axes = panel_axes();
+  std::vector<bool> varies(axes.size(), false);
   if (report.results.empty()) return varies;
   const AttentionCase& first = report.results.front().attention_case;
   for (const CaseResult& result : report.results) {
-    for (std::size_t axis = 0; axis < kPanelAxisCount; ++axis) {
-      varies[axis] = varies[axis] ||
-                     kPanelAxes[axis].order(result.attention_case) != kPanelAxes[axis].order(first);
+    for (std::size_t axis = 0; axis < axes.size(); ++axis) {
+      varies[axis] =
+          varies[axis] || axes[axis].value(result.attention_case) != axes[axis].value(first);
     }
   }
   return varies;
@@ -272,23 +316,24 @@ struct GroupKey {
   }
 };
 
-// A panel's place among its group's: the varying split axes' values, in kPanelAxes' order.
-using PanelKey = std::vector<std::int64_t>;
+// A panel's place among its group's: the varying split axes' values, in panel_axes()' order.
+using PanelKey = std::vector<nlohmann::json>;
 using Heatmap = std::map<GroupKey, std::map<PanelKey, Panel>>;
 
 Heatmap heatmap_of(const RunReport& report) {
-  const std::array<bool, kPanelAxisCount> varies = varying_axes(report);
+  const std::vector<PanelAxis>& axes = panel_axes();
+  const std::vector<bool> varies = varying_axes(report);
   Heatmap heatmap;
   for (const CaseResult& result : report.results) {
     const AttentionCase& attention_case = result.attention_case;
     PanelKey panel_key;
     std::vector<std::string> labels;  // of the varying axes
     std::string title;                // of those whose value is not the usual one
-    for (std::size_t axis = 0; axis < kPanelAxisCount; ++axis) {
+    for (std::size_t axis = 0; axis < axes.size(); ++axis) {
       if (!varies[axis]) continue;
-      panel_key.push_back(kPanelAxes[axis].order(attention_case));
-      labels.push_back(kPanelAxes[axis].label(attention_case));
-      if (kPanelAxes[axis].usual(attention_case)) continue;
+      panel_key.push_back(axes[axis].value(attention_case));
+      labels.push_back(axis_label(axes[axis], attention_case));
+      if (axis_usual(axes[axis], attention_case)) continue;
       title += (title.empty() ? "" : " · ") + labels.back();
     }
     if (title.empty()) {  // all usual: name them, lest the panel look like the whole run

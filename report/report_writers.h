@@ -39,10 +39,11 @@ std::string run_to_junit_xml(const RunReport& report, const ReplayOf& replay_of)
 std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of);
 
 // One self-contained HTML page (inline CSS and SVG; no scripts, nothing fetched): the verdict, an
-// error_ratio heatmap per kernel and dtype, a panel per value of each axis the run varies (causal,
-// head_dim, data, layout, row padding) with seq lens as rows and heads x batch as columns, failing
-// cells marked and linked to their row in the failures table, which has each replay command; skips
-// by reason and the environment. Well-formed XML as well (XHTML-compatible).
+// error_ratio heatmap per kernel and dtype, a panel per value of each other case field the run
+// varies (report/heatmap_place.h: head_dim, causal, data, layout, row padding, the softmax scale,
+// injected values and the variants' fields) with seq lens as rows and heads x batch as columns,
+// failing cells marked and linked to their row in the failures table, which has each replay
+// command; skips by reason and the environment. Well-formed XML as well (XHTML-compatible).
 std::string run_to_html(const RunReport& report, const ReplayOf& replay_of);
 
 void write_table_header(std::ostream& out);

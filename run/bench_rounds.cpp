@@ -20,8 +20,10 @@ void fail_in_round(CaseResult& result, int round, const std::string& why) {
 
 }  // namespace
 
-bool is_timing_request(const nlohmann::json& request) {
-  return request.is_object() && request.contains(kRoundKey);
+WorkerRequestKind timing_request_kind(const CaseRunner& runner) {
+  return {kRoundKey, [&runner](const AttentionCase& attention_case, const nlohmann::json&) {
+            return answer_timing_request(runner, attention_case);
+          }};
 }
 
 nlohmann::json answer_timing_request(const CaseRunner& runner,

@@ -12,15 +12,17 @@
 
 #include "run/case_result.h"
 #include "run/case_runner.h"
+#include "run/case_worker.h"
 #include "run/run_cases.h"
 
 namespace attnfuzz {
 
-// Whether a worker request asks for a timing round (the request carries "bench_round").
-bool is_timing_request(const nlohmann::json& request);
-
 // The worker's answer to a timing request: {"performance": ...} or {"error": "..."}.
 nlohmann::json answer_timing_request(const CaseRunner& runner, const AttentionCase& attention_case);
+
+// The request a worker answers with a timing round (answer_timing_request): it carries
+// "bench_round".
+WorkerRequestKind timing_request_kind(const CaseRunner& runner);
 
 // Times every result that carries a performance record `rounds - 1` more times, adding each round
 // to it. A case whose kernel fails, crashes or hangs in a later round fails, with the round named.

@@ -95,17 +95,21 @@ json element_to_json(const ElementReport& element) {
 }
 
 // A report's config: the case's keys (a valid one-case matrix entry) with the scale it ran with,
-// plus the earlier harness's names for the seed-compatible fields (batch_size, num_heads, seq_len;
-// head_dim and dtype are the same in both), which the matrix reader accepts as aliases.
+// plus the earlier harness's names that the schema keeps as ALIAS and SHORTHAND rows
+// (batch_size, num_heads, seq_len), which the matrix reader accepts: an alias holds its field's
+// value, a shorthand its first field's (the fields' own keys, applied after it, set the rest).
 json config_to_json(const AttentionCase& attention_case) {
   AttentionCase as_run = attention_case;
   as_run.softmax_scale = effective_softmax_scale(attention_case);
   json config = case_keys_to_json(as_run);
   if (!std::isfinite(as_run.softmax_scale)) config["softmax_scale"] = nullptr;
-  config["batch_size"] = attention_case.batch;
-  config["num_heads"] = attention_case.heads;
-  config["seq_len"] = attention_case.seq_len_q;
-  config["inject"] = format_injection(attention_case.injection);
+#define ATTNFUZZ_CONFIG_KEY_OF(key, member) \
+  config[key] = CaseFieldTraits<CaseField::member>::Codec::write(attention_case.member);
+#define ATTNFUZZ_CONFIG_SHORTHAND(key, first, second) ATTNFUZZ_CONFIG_KEY_OF(key, first)
+  ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_CASE_IGNORE, ATTNFUZZ_CONFIG_SHORTHAND, ATTNFUZZ_CONFIG_KEY_OF)
+#undef ATTNFUZZ_CONFIG_SHORTHAND
+#undef ATTNFUZZ_CONFIG_KEY_OF
+  config["inject"] = format_injection(attention_case.injection);  // "none" too, unlike the keys
   return config;
 }
 

@@ -17,6 +17,7 @@
 #include "core/json_parse.h"
 #include "core/json_text.h"
 #include "kernels/cuda_device_probe.h"
+#include "run/bench_rounds.h"
 #include "run/case_result_json.h"
 
 namespace attnfuzz {
@@ -104,6 +105,17 @@ int serve_requests(const WorkerHandler& handle) {
     if (leaving) return kExitPass;
   }
   return kExitPass;
+}
+
+int serve_worker(const CaseRunner& runner, const std::vector<WorkerRequestKind>& other_kinds) {
+  std::vector<WorkerRequestKind> kinds = {timing_request_kind(runner)};
+  kinds.insert(kinds.end(), other_kinds.begin(), other_kinds.end());
+  return serve_requests([&](const AttentionCase& attention_case, const nlohmann::json& request) {
+    for (const WorkerRequestKind& kind : kinds) {
+      if (request.contains(kind.key)) return kind.answer(attention_case, request);
+    }
+    return run_case_request(runner, attention_case);
+  });
 }
 
 }  // namespace attnfuzz

@@ -18,6 +18,8 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "case/attention_case.h"
 #include "run/case_runner.h"
@@ -39,5 +41,18 @@ int serve_requests(const WorkerHandler& handle);
 
 // The handler of matrix runs: runs the case, answers its case_to_json record.
 nlohmann::json run_case_request(const CaseRunner& runner, const AttentionCase& attention_case);
+
+// A kind of request a worker answers besides running a case, told apart by a key its requests
+// carry. run/ serves its own (a --bench timing round, run/bench_rounds.h); the layers above add
+// theirs (a property check, fuzz/contained_property_check.h), so that run/ knows none of them.
+struct WorkerRequestKind {
+  std::string key;
+  WorkerHandler answer;
+};
+
+// What `fuzz_attention --worker` does: serves requests until the supervisor closes the pipe. A
+// request carrying the key of a timing round or of one of `other_kinds` goes to that kind; any
+// other runs its case (run_case_request). Returns the worker's exit code.
+int serve_worker(const CaseRunner& runner, const std::vector<WorkerRequestKind>& other_kinds);
 
 }  // namespace attnfuzz

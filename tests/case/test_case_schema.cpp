@@ -9,84 +9,26 @@
 #include <rapidcheck/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "case/attention_case.h"
 #include "case/case_codec.h"
+#include "core/file_io.h"
 #include "core/harness_error.h"
+#include "core/problem_features.h"
 #include "fuzz/case_generator.h"
 #include "kernels/plugin_kernel.h"
 #include "matrix/matrix_file.h"
 #include "run/case_result_json.h"
+#include "support/case_alternatives.h"
 
 namespace attnfuzz {
 namespace {
 
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
-
-// The case each field is changed from: every size above one, so that any field can change alone
-// and the case stays valid.
-AttentionCase base_case() {
-  AttentionCase base;
-  base.batch = 2;
-  base.heads = 4;
-  base.kv_heads = 4;
-  base.seq_len_q = 8;
-  base.seq_len_k = 8;
-  base.head_dim = 32;
-  return base;
-}
-
-// Another valid value of every field's key, as a matrix file would write it. A row the schema
-// gains must gain a value here too (FieldsHaveAnAlternativeValue fails until it does).
-const std::map<std::string, Json>& alternative_values() {
-  static const std::map<std::string, Json> values = {
-      {"batch", 3},
-      {"heads", 8},
-      {"kv_heads", 2},
-      {"seq_len_q", 5},
-      {"seq_len_k", 9},
-      {"head_dim", 64},
-      {"dtype", "bf16"},
-      {"causal", true},
-      {"data", "uniform"},
-      {"seed", std::uint64_t{7}},
-      {"kernel", "other"},
-      {"layout", "bhsd"},
-      {"row_padding", 3},
-      {"softmax_scale", 0.5},
-      {"inject", "v:large:4"},
-      {"seq_lens_q", "5,0"},
-      {"seq_lens_k", "8,3"},
-      {"page_size", 4},
-      {"window_left", 2},
-      {"window_right", 1},
-      {"softcap", 20.0},
-      {"alibi", true},
-      {"return_lse", true},
-  };
-  return values;
-}
-
-std::vector<std::string> field_keys() {
-  std::vector<std::string> keys;
-  for_each_case_field([&](auto field) { keys.emplace_back(decltype(field)::key); });
-  return keys;
-}
-
-// The base case with one field changed to its alternative value.
-AttentionCase with_alternative(const std::string& key) {
-  AttentionCase changed = base_case();
-  for_each_case_field([&](auto field) {
-    using Field = decltype(field);
-    if (Field::key == key) {
-      changed.*Field::member = Field::Codec::read(alternative_values().at(key));
-    }
-  });
-  return changed;
-}
 
 CaseFieldUse use_of(const std::string& key) {
   CaseFieldUse use = CaseFieldUse::problem;
@@ -252,6 +194,31 @@ TEST_P(EachCaseField, ReadsBackFromAReportsConfig) {
   EXPECT_EQ(parsed, changed) << config.dump();
 }
 
+// The fields of a dense problem. Every other field of the problem is an attention variant: a
+// feature a kernel declares it supports (core/problem_features.h), which the binary form's version
+// 2 carries and the cuBLAS oracle and the metamorphic properties leave alone. A problem field added
+// to the schema is one or the other: this list or a row of ATTNFUZZ_PROBLEM_FEATURES.
+const std::set<std::string> kDenseProblemKeys = {"batch",     "heads",     "kv_heads",
+                                                 "seq_len_q", "seq_len_k", "head_dim",
+                                                 "dtype",     "causal",    "softmax_scale"};
+
+TEST_P(EachCaseField, IsPartOfTheDenseProblemOrAFeatureAKernelDeclares) {
+  if (use_of(GetParam()) != CaseFieldUse::problem) return;
+  const std::uint32_t features = features_of(problem_shape_of(with_alternative(GetParam())));
+  EXPECT_EQ(features != 0, !kDenseProblemKeys.contains(GetParam()))
+      << GetParam()
+      << (features != 0 ? " is a feature but listed as dense"
+                        : " is neither dense nor a feature of ATTNFUZZ_PROBLEM_FEATURES");
+}
+
+TEST_P(EachCaseField, NeedsTheBinaryFormsSecondVersionExactlyWhenItIsAFeature) {
+  const AttentionCase changed = with_alternative(GetParam());
+  const auto bytes = encode_case(changed);
+  ASSERT_TRUE(bytes);
+  const bool feature = features_of(problem_shape_of(changed)) != 0;
+  EXPECT_EQ((*bytes)[3], feature ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion);
+}
+
 TEST_P(EachCaseField, ItsAlternativeValueIsWithinItsLimits) {
   // What read() accepts, outside_limits() must accept too (it checks cases that did not come
   // through read(): decoded, generated).
@@ -297,6 +264,75 @@ TEST(CaseSchema, AnAliasAndItsKeyMustAgree) {
   } catch (const HarnessError& error) {
     EXPECT_THAT(error.what(), HasSubstr("field /cases/0/batch_size"));
     EXPECT_THAT(error.what(), HasSubstr("disagrees with \"batch\""));
+  }
+}
+
+TEST(CaseSchema, AReportsConfigCarriesEveryAliasAndShorthandOfTheTable) {
+  CaseResult result;
+  result.attention_case = base_case();
+  result.attention_case.seq_len_k = 11;
+  const Json config = case_to_json(result).at("config");
+  const AttentionCase& attention_case = result.attention_case;
+#define ATTNFUZZ_EXPECT_ALIAS(key, member)                                           \
+  EXPECT_EQ(config.at(key),                                                          \
+            CaseFieldTraits<CaseField::member>::Codec::write(attention_case.member)) \
+      << key;
+#define ATTNFUZZ_EXPECT_SHORTHAND(key, first, second) ATTNFUZZ_EXPECT_ALIAS(key, first)
+  ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_CASE_IGNORE, ATTNFUZZ_EXPECT_SHORTHAND, ATTNFUZZ_EXPECT_ALIAS)
+#undef ATTNFUZZ_EXPECT_SHORTHAND
+#undef ATTNFUZZ_EXPECT_ALIAS
+}
+
+nlohmann::ordered_json schema_file(const std::string& name) {
+  return nlohmann::ordered_json::parse(
+      read_file(std::string(ATTNFUZZ_SOURCE_DIR) + "/docs/schema/" + name));
+}
+
+std::vector<std::string> property_names(const nlohmann::ordered_json& object) {
+  std::vector<std::string> names;
+  for (const auto& item : object.at("properties").items()) names.push_back(item.key());
+  return names;
+}
+
+TEST(CaseSchema, TheMatrixFileSchemaNamesEveryKeyWhereverItListsKeys) {
+  // docs/schema/matrix.schema.json is written by hand: each key is a property of "defaults" and of
+  // a case entry (in the order keys apply), and has its own definition and its axis's.
+  const nlohmann::ordered_json schema = schema_file("matrix.schema.json");
+  const std::vector<std::string> keys = case_keys();
+  EXPECT_EQ(property_names(schema.at("properties").at("defaults")), keys);
+  EXPECT_EQ(property_names(schema.at("$defs").at("case_entry")), keys);
+  for (const std::string& key : keys) {
+    EXPECT_TRUE(schema.at("$defs").contains(key)) << "no $defs/" << key;
+    EXPECT_TRUE(schema.at("$defs").contains("axis_of_" + key)) << "no $defs/axis_of_" << key;
+  }
+}
+
+TEST(CaseSchema, TheReportSchemaNamesEveryKeyOfAConfigAndRequiresThoseAlwaysWritten) {
+  // docs/schema/report.schema.json's config: every key a config may carry is a property; those
+  // that a config of any case carries (a default case's: nothing left out as unset) are required.
+  const nlohmann::ordered_json config = schema_file("report.schema.json").at("$defs").at("config");
+  const std::vector<std::string> keys = case_keys();
+  EXPECT_EQ(property_names(config), keys);
+  CaseResult result;
+  const Json written = case_to_json(result).at("config");
+  std::set<std::string> always_written;
+  for (const auto& item : written.items()) always_written.insert(item.key());
+  const std::vector<std::string> required = config.at("required").get<std::vector<std::string>>();
+  EXPECT_EQ(std::set<std::string>(required.begin(), required.end()), always_written);
+}
+
+TEST(CaseSchema, TheDocsNameEveryKeyOfAMatrixAndOfAReportsConfig) {
+  const std::string docs = std::string(ATTNFUZZ_SOURCE_DIR) + "/docs/";
+  const std::string matrix_page = read_file(docs + "matrix.md");
+  const std::string report_page = read_file(docs + "report.md");
+  const std::size_t config_start = report_page.find("**config**");
+  ASSERT_NE(config_start, std::string::npos) << "docs/report.md has no **config** paragraph";
+  const std::string config_paragraph =
+      report_page.substr(config_start, report_page.find("\n\n", config_start) - config_start);
+  for (const std::string& key : case_keys()) {
+    EXPECT_NE(matrix_page.find("`" + key + "`"), std::string::npos) << key << " in docs/matrix.md";
+    EXPECT_NE(config_paragraph.find("`" + key + "`"), std::string::npos)
+        << key << " in docs/report.md's config paragraph";
   }
 }
 

@@ -27,6 +27,15 @@ CaseResult run_case(const AttentionCase& attention_case, PlantedBug plant = Plan
   return CaseRunner(settings).run(attention_case);
 }
 
+// A large Q or K value injected into a bf16 case (about 1e38) takes its rows' scores past what fp32
+// rounding leaves a verdict for: those rows are inconclusive by design (docs/tolerance.md). Every
+// other case must be judged nearly always.
+bool inconclusive_by_design(const AttentionCase& attention_case) {
+  return attention_case.dtype == Dtype::bf16 &&
+         attention_case.injection.value == SpecialValue::large &&
+         attention_case.injection.tensor != TensorRole::value;
+}
+
 std::int64_t block_n_of(const AttentionCase& attention_case) {
   return find_tile_config(attention_case.head_dim)->block_n;
 }
@@ -40,7 +49,7 @@ TEST(CpuFlash, IsNeverFlaggedOnThousandsOfRandomCasesOfEveryDistribution) {
                                                        .long_rows = false,
                                                        .other_head_dims = false});
   std::map<DataDistribution, int> passed_by_distribution;
-  int inconclusive = 0;
+  int inconclusive = 0, inconclusive_by_injection = 0;
   double worst_ratio = 0.0;
   for (int index = 0; index < kCases; ++index) {
     const AttentionCase attention_case = generator(rc::Random(index + 1), 50).value();
@@ -50,7 +59,11 @@ TEST(CpuFlash, IsNeverFlaggedOnThousandsOfRandomCasesOfEveryDistribution) {
     if (result.status == CaseStatus::skip) {
       // Only cases the tolerance cannot judge (docs/tolerance.md): huge injected scores in bf16.
       ASSERT_EQ(result.skip_cause, SkipCause::inconclusive) << result.reason;
-      ++inconclusive;
+      if (inconclusive_by_design(attention_case)) {
+        ++inconclusive_by_injection;
+      } else {
+        ++inconclusive;
+      }
       continue;
     }
     ++passed_by_distribution[attention_case.data];
@@ -62,8 +75,10 @@ TEST(CpuFlash, IsNeverFlaggedOnThousandsOfRandomCasesOfEveryDistribution) {
     EXPECT_GT(passed, kCases / 20) << distribution_name(distribution);
   }
   EXPECT_LT(inconclusive, kCases / 50);
-  std::printf("worst error_ratio of cpu_flash over %d random cases: %.3f (%d inconclusive)\n",
-              kCases, worst_ratio, inconclusive);
+  std::printf(
+      "worst error_ratio of cpu_flash over %d random cases: %.3f (%d inconclusive, and %d with a "
+      "large Q or K value in bf16)\n",
+      kCases, worst_ratio, inconclusive, inconclusive_by_injection);
 }
 
 TEST(CpuFlash, PassesTheShippedEdgeShapesAtSeqLen1023And1025) {
@@ -411,7 +426,7 @@ TEST(CpuFlashPlants, TheSlowExtraPassLeavesEveryOutputBitAsItWas) {
 
 // Runs `cases` cases of `generator` (RapidCheck seeds from `first_seed` on) on cpu_flash: none may
 // fail and a skip must be inconclusive. Calls on_passed(case) for each that passed; returns how
-// many were inconclusive.
+// many were inconclusive other than by design (inconclusive_by_design).
 template <typename OnPassed>
 int run_without_false_alarms(const rc::Gen<AttentionCase>& generator, int cases, int first_seed,
                              OnPassed on_passed) {
@@ -425,7 +440,7 @@ int run_without_false_alarms(const rc::Gen<AttentionCase>& generator, int cases,
     }
     if (result.status == CaseStatus::skip) {
       EXPECT_EQ(result.skip_cause, SkipCause::inconclusive) << result.reason;
-      ++inconclusive;
+      inconclusive += inconclusive_by_design(attention_case) ? 0 : 1;
       continue;
     }
     on_passed(attention_case);

@@ -19,6 +19,7 @@
 
 #include "core/file_io.h"
 #include "core/harness_error.h"
+#include "matrix/matrix_file.h"
 
 namespace attnfuzz {
 namespace {
@@ -94,14 +95,7 @@ TEST(MatrixParseCheck, DictionaryNamesEveryValueOfTheGrammar) {
   for (const auto& info : kSpecialValues) names.emplace_back(info.name);
   for (const std::string& name : names) EXPECT_THAT(dictionary, HasSubstr(name)) << name;
   // Every key of a case, quoted: the schema's fields, shorthands and aliases (case/case_schema.h).
-  std::vector<std::string> keys;
-#define ATTNFUZZ_DICT_FIELD(member, Codec, key, value, use) keys.emplace_back(key);
-#define ATTNFUZZ_DICT_SHORTHAND(key, first, second) keys.emplace_back(key);
-#define ATTNFUZZ_DICT_ALIAS(key, member) keys.emplace_back(key);
-  ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_DICT_FIELD, ATTNFUZZ_DICT_SHORTHAND, ATTNFUZZ_DICT_ALIAS)
-#undef ATTNFUZZ_DICT_FIELD
-#undef ATTNFUZZ_DICT_SHORTHAND
-#undef ATTNFUZZ_DICT_ALIAS
+  const std::vector<std::string> keys = case_keys();
   for (const std::string& key : keys) {
     EXPECT_THAT(dictionary, HasSubstr("\\\"" + key + "\\\"")) << key;  // \"key\"
   }

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <tinyxml2.h>
 
+#include "report/heatmap_place.h"
 #include "report/report_writers.h"
+#include "support/case_alternatives.h"
 
 namespace attnfuzz {
 namespace {
@@ -272,11 +274,48 @@ TEST(ReportHtml, CasesDifferingInAnAxisTheRunVariesNeverShareACellAndPanelsNameT
   const std::vector<std::string> titles = texts_with_class(document, "panel-title");
   const std::set<std::string> distinct(titles.begin(), titles.end());
   for (const char* title :
-       {"not causal · D=64", "causal · D=64", "not causal · D=128",
-        "not causal · D=64 · data large_scores", "not causal · D=64 · layout bhsd"}) {
+       {"D=64 · not causal", "D=64 · causal", "D=128 · not causal",
+        "D=64 · not causal · data large_scores", "D=64 · not causal · layout bhsd"}) {
     EXPECT_TRUE(distinct.count(title)) << title;
   }
-  EXPECT_THAT(tooltip_of(cell_holding(document, "s/8")), HasSubstr("causal · D=64"));
+  EXPECT_THAT(tooltip_of(cell_holding(document, "s/8")), HasSubstr("D=64 · causal"));
+}
+
+TEST(ReportHtml, CasesDifferingInAnyFieldButTheSeedNeverShareACell) {
+  // Each field of the schema, changed alone (tests/support/case_alternatives.h): the two cases
+  // sit in cells of their own, and where the field splits panels, a title names the new value.
+  for (const std::string& key : field_keys()) {
+    CaseField field{};
+    for_each_case_field([&](auto each) {
+      if (decltype(each)::key == key) field = decltype(each)::case_field;
+    });
+    RunReport report = sample_run();
+    report.results.clear();
+    CaseResult base = result_of("base", 8, 2, 4, CaseStatus::pass, 0.25);
+    base.attention_case = base_case();
+    base.attention_case.id = "base";
+    CaseResult changed = base;
+    changed.attention_case = with_alternative(key);
+    changed.attention_case.id = "changed";
+    if (key == "kernel") changed.kernel_name = changed.attention_case.kernel;
+    report.results = {base, changed};
+    summarize(report);
+    XMLDocument document;
+    parse(html_of(report), document);
+    const XMLElement* base_cell = cell_holding(document, "base");
+    const XMLElement* changed_cell = cell_holding(document, "changed");
+    ASSERT_NE(base_cell, nullptr) << key;
+    ASSERT_NE(changed_cell, nullptr) << key;
+    if (heatmap_place(field) == HeatmapPlace::same_cell) {
+      EXPECT_EQ(base_cell, changed_cell) << key;
+      continue;
+    }
+    EXPECT_NE(base_cell, changed_cell) << key << " changed, yet the cases share a cell";
+    if (heatmap_place(field) != HeatmapPlace::panel_axis) continue;
+    const std::vector<std::string> titles = texts_with_class(document, "panel-title");
+    EXPECT_EQ(std::set<std::string>(titles.begin(), titles.end()).size(), 2u)
+        << key << ": the two panels' titles must differ";
+  }
 }
 
 TEST(ReportHtml, APanelOfOnlyUsualValuesStillNamesThem) {

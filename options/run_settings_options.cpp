@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/run_settings_options.h"
+#include "options/run_settings_options.h"
 
 #include <optional>
 #include <stdexcept>

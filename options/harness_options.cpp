@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/harness_options.h"
+#include "options/harness_options.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "cli/run_settings_options.h"
 #include "core/harness_error.h"
+#include "options/run_settings_options.h"
 
 namespace attnfuzz {
 namespace {

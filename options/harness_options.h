@@ -3,7 +3,7 @@
 // options struct, the help text and the CLI11 parser are all generated from ATTNFUZZ_FLAGS. The
 // libFuzzer target (fuzz/libfuzzer_target.cpp) reads the table's SHARED_OPTION rows through the
 // same CLI11 calls (parse_shared_options), and both turn the values into run settings with the
-// same parsers (cli/run_settings_options.h).
+// same parsers (options/run_settings_options.h).
 #pragma once
 
 #include <cstdint>
@@ -127,7 +127,7 @@ std::string flag_environment_name(std::string_view flag);
 // from `defaults`. Every other argument is left to libFuzzer (its own -flag=value, corpus folders,
 // and any other --flag, which it ignores); `--flag value` with a space is not read. Throws
 // HarnessError on a value of the wrong type; what the values mean is checked by
-// cli/run_settings_options.h.
+// options/run_settings_options.h.
 HarnessOptions parse_shared_options(HarnessOptions defaults, int argc, char** argv);
 
 }  // namespace attnfuzz

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What the run-settings flags of the table (cli/harness_options.h) mean: their strings into
+// What the run-settings flags of the table (options/harness_options.h) mean: their strings into
 // RunSettings, once for fuzz_attention and fuzz_attention_libfuzzer. Every parser throws
 // HarnessError naming its flag and what it accepts.
 #pragma once
@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/harness_options.h"
 #include "kernels/planted_bug.h"
+#include "options/harness_options.h"
 #include "run/case_runner.h"
 
 namespace attnfuzz {

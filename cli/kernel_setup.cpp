@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "cli/kernel_setup.h"
+
+#include <sys/wait.h>
+
+#include <ostream>
+#include <string_view>
+
+#include "cli/case_run_options.h"
+#include "core/exit_codes.h"
+#include "core/harness_error.h"
+#include "core/text.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/planted_bug.h"
+#include "options/run_settings_options.h"
+#include "run/child_process.h"
+
+namespace attnfuzz {
+namespace {
+
+// Marks a plant of speed in --list-kernels (scripts that count killed plants leave these out).
+constexpr std::string_view kTimingPlantTag =
+    " [a slowdown, not a wrong value: found by --bench with --baseline]";
+
+// How long a plugin may take to load (its constructors and attnfuzz_plugin_* queries) in the probe.
+constexpr double kPluginProbeSeconds = 120.0;
+
+// A plugin is loaded first in a child process (fuzz_attention --probe-plugin), so that one whose
+// constructor, abi_version, name or site crashes, hangs or exits costs that child, and the run
+// ends with exit 3 naming the file instead of dying with SIGSEGV and no word.
+void probe_plugin(const std::string& kernel_lib, const char* argv0) {
+  const ChildRun probe = run_child(
+      {self_executable(argv0), "--probe-plugin", "--kernel-lib", kernel_lib}, kPluginProbeSeconds);
+  if (!probe.timed_out && WIFEXITED(probe.wait_status) &&
+      WEXITSTATUS(probe.wait_status) == kExitPass) {
+    return;
+  }
+  std::string output = printable_text(probe.output, KeptControls::tab_and_newline);
+  while (!output.empty() && output.back() == '\n') output.pop_back();
+  const std::string prefix = "fuzz_attention: error: ";
+  if (WIFEXITED(probe.wait_status) && WEXITSTATUS(probe.wait_status) == kExitHarnessError &&
+      output.rfind(prefix, 0) == 0 && output.find('\n') == std::string::npos) {
+    throw HarnessError(output.substr(prefix.size()));  // the loader's own message
+  }
+  throw HarnessError(
+      "--kernel-lib " + kernel_lib + ": loading the plugin " +
+      (probe.timed_out
+           ? "did not finish within " + std::to_string(int(kPluginProbeSeconds)) + " s"
+           : "in a child process, that process " + describe_wait_status(probe.wait_status)) +
+      " (its constructors or attnfuzz_plugin_abi_version/name/site); nothing was run" +
+      (output.empty() ? "" : "; its output:\n" + output));
+}
+
+}  // namespace
+
+std::string set_up_kernels(const HarnessOptions& options, const char* argv0) {
+  apply_thread_count(options.threads);
+  if (!options.kernel_lib.empty() && !options.worker && !options.probe_plugin) {
+    probe_plugin(options.kernel_lib, argv0);
+  }
+  return load_kernel_lib(options.kernel_lib);
+}
+
+void list_kernels(std::ostream& out) {
+  for (const AttentionKernel* kernel : all_kernels()) {
+    out << kernel->name() << " ("
+        << (kernel->site() == ExecutionSite::host ? "host" : "CUDA device")
+        << "): " << kernel->summary() << "\n  supports: " << kernel->capabilities()
+        << "\n  plants:" << (kernel->plants().empty() ? " none\n" : "\n");
+    for (PlantedBug plant : kernel->plants()) {
+      const PlantedBugInfo& info = planted_bug_info(plant);
+      out << "    " << info.name << ": " << info.effect << " (" << info.origin << ")"
+          << (info.detector == PlantDetector::timing ? kTimingPlantTag : "") << "\n";
+    }
+  }
+}
+
+}  // namespace attnfuzz

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "cli/property_mode.h"
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "case/case_codec.h"
+#include "cli/case_run_options.h"
+#include "cli/case_selection.h"
+#include "core/exit_codes.h"
+#include "core/harness_error.h"
+#include "core/text.h"
+#include "fuzz/contained_property_check.h"
+#include "fuzz/properties.h"
+
+namespace attnfuzz {
+namespace {
+
+// The largest --budget: about a year.
+constexpr double kMaxBudgetSeconds = 3.2e7;
+
+std::vector<Property> selected_properties(const HarnessOptions& options) {
+  std::vector<Property> selected;
+  for (const std::string& name : options.property_names) {
+    const std::optional<Property> property = parse_property(name);
+    if (!property) {
+      throw HarnessError("--property: unknown property '" + name +
+                         "' (fuzz_attention --list-properties lists them)");
+    }
+    selected.push_back(*property);
+  }
+  return selected;
+}
+
+// --properties --replay FILE: checks the selected properties (default: all) on saved cases.
+int replay_properties(const HarnessOptions& options, const RunSettings& settings,
+                      const PropertyChecker& checker) {
+  std::vector<Property> selected = selected_properties(options);
+  if (selected.empty()) {
+    for (const PropertyInfo& info : kProperties) selected.push_back(info.property);
+  }
+  const RunPlan plan = replay_plan(options.replay);
+  int failed = 0;
+  for (const AttentionCase& attention_case : select_cases(plan.matrix, options.case_ids)) {
+    for (Property property : selected) {
+      const std::optional<std::string> failure =
+          checker ? checker(property, attention_case)
+                  : check_property(property, attention_case, settings);
+      std::cout << (failure ? "FAIL " : "PASS ") << kProperties[static_cast<int>(property)].name
+                << " " << attention_case.id << " " << case_keys_to_json(attention_case).dump()
+                << "\n";
+      if (failure) {
+        std::cout << "    reason: " << printable_text(*failure, KeptControls::tab_and_newline)
+                  << "\n";
+      }
+      failed += failure ? 1 : 0;
+    }
+  }
+  std::cout << (selected.size() * plan.matrix.cases.size() - failed) << " passed, " << failed
+            << " failed, 0 skipped\n";
+  return failed ? kExitFail : kExitPass;
+}
+
+int search_properties(const HarnessOptions& options, const RunSettings& settings,
+                      const PropertyChecker& checker) {
+  if (!(options.budget > 0.0 && options.budget <= kMaxBudgetSeconds)) {
+    throw HarnessError("--budget: must be a number of seconds > 0 and <= " +
+                       std::to_string(static_cast<long long>(kMaxBudgetSeconds)) + ", got " +
+                       std::to_string(options.budget));
+  }
+  PropertySettings search;
+  search.run = settings;
+  search.budget_seconds = options.budget;
+  search.seed = options.seed;
+  search.properties = selected_properties(options);
+  search.regressions_dir = options.regressions;
+  search.stop_at_first_failure = options.fail_fast;
+  search.checker = checker;
+  std::cout << "fuzz_attention --properties: " << options.budget << " s budget, seed "
+            << options.seed << ", kernel " << CaseRunner(settings).kernel_for(AttentionCase{})
+            << ", plant " << options.plant << "\n";
+  const std::vector<PropertyOutcome> outcomes = run_properties(search, std::cout);
+  int failed = 0;
+  std::cout << "\n";
+  for (const PropertyOutcome& outcome : outcomes) {
+    const bool broken = outcome.minimal_case.has_value();
+    failed += broken ? 1 : 0;
+    std::printf("%s %-28s %6d cases %8.2f s%s\n", broken ? "FAIL" : "PASS",
+                std::string(kProperties[static_cast<int>(outcome.property)].name).c_str(),
+                outcome.tests, outcome.seconds, broken ? "  (minimal case saved)" : "");
+  }
+  std::cout << (outcomes.size() - failed) << " passed, " << failed << " failed, 0 skipped\n";
+  return failed ? kExitFail : kExitPass;
+}
+
+// The report flags describe a matrix run; the property search prints its outcome and saves each
+// minimal failing case instead. Given with --properties they would be ignored: refused.
+void refuse_report_flags_with_properties(const HarnessOptions& options) {
+  const std::pair<const char*, const std::string*> report_flags[] = {
+      {"--json", &options.json}, {"--junit", &options.junit},   {"--markdown", &options.markdown},
+      {"--html", &options.html}, {"--stream", &options.stream}, {"--resume", &options.resume},
+  };
+  for (const auto& [flag, value] : report_flags) {
+    if (!value->empty()) {
+      throw HarnessError(std::string(flag) +
+                         " reports a matrix run; --properties writes no report (it prints each "
+                         "property's outcome and saves minimal failing cases in --regressions)");
+    }
+  }
+}
+
+}  // namespace
+
+int run_property_mode(const HarnessOptions& options, const RunSettings& settings, int argc,
+                      char** argv) {
+  refuse_report_flags_with_properties(options);
+  CaseRunner(settings).validate(AttentionCase{});  // the kernel exists and carries the plant
+  std::optional<ContainedPropertyCheck> contained;
+  PropertyChecker checker;
+  if (!options.in_process) {
+    const double budget = options.replay.empty() ? options.budget : kMaxBudgetSeconds;
+    contained.emplace(case_run_settings(options, argc, argv).workers, budget);
+    checker = [&](Property property, const AttentionCase& attention_case) {
+      return (*contained)(property, attention_case);
+    };
+  }
+  return options.replay.empty() ? search_properties(options, settings, checker)
+                                : replay_properties(options, settings, checker);
+}
+
+void list_properties(std::ostream& out) {
+  for (const PropertyInfo& info : kProperties) out << info.name << ": " << info.sentence << "\n";
+}
+
+}  // namespace attnfuzz
