@@ -27,9 +27,9 @@ struct AttentionCase {
 };
 
 // Each field's row of the table as types and constants, for code generic over the fields:
-//   CaseFieldTraits<CaseField::batch>::case_field is CaseField::batch, ::member
-//   &AttentionCase::batch,
-//   ::Codec PositiveInteger, ::key "batch", ::use CaseFieldUse::problem.
+//   CaseFieldTraits<CaseField::batch>::case_field is CaseField::batch,
+//   ::member &AttentionCase::batch, ::Codec PositiveInteger, ::key "batch",
+//   ::use CaseFieldUse::problem.
 template <CaseField field>
 struct CaseFieldTraits;
 #define ATTNFUZZ_CASE_TRAITS(field, FieldCodec, field_key, value, field_use) \

@@ -5,12 +5,12 @@
 #include <iostream>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "case/case_codec.h"
 #include "cli/case_run_options.h"
 #include "cli/case_selection.h"
+#include "cli/report_files.h"
 #include "core/exit_codes.h"
 #include "core/harness_error.h"
 #include "core/text.h"
@@ -97,19 +97,17 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
   return failed ? kExitFail : kExitPass;
 }
 
-// The report flags describe a matrix run; the property search prints its outcome and saves each
-// minimal failing case instead. Given with --properties they would be ignored: refused.
+// The report flags describe a matrix run, and so do --stream and --resume; the property search
+// prints its outcome and saves each minimal failing case instead. Given with --properties they
+// would be ignored: refused.
 void refuse_report_flags_with_properties(const HarnessOptions& options) {
-  const std::pair<const char*, const std::string*> report_flags[] = {
-      {"--json", &options.json}, {"--junit", &options.junit},   {"--markdown", &options.markdown},
-      {"--html", &options.html}, {"--stream", &options.stream}, {"--resume", &options.resume},
-  };
-  for (const auto& [flag, value] : report_flags) {
-    if (!value->empty()) {
-      throw HarnessError(std::string(flag) +
-                         " reports a matrix run; --properties writes no report (it prints each "
-                         "property's outcome and saves minimal failing cases in --regressions)");
-    }
+  std::vector<std::string> given = report_flags_given(options);
+  if (!options.stream.empty()) given.emplace_back("--stream");
+  if (!options.resume.empty()) given.emplace_back("--resume");
+  if (!given.empty()) {
+    throw HarnessError(given.front() +
+                       " reports a matrix run; --properties writes no report (it prints each "
+                       "property's outcome and saves minimal failing cases in --regressions)");
   }
 }
 

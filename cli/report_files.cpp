@@ -61,6 +61,15 @@ std::string with_earlier_content(const ReportFile& file, std::string text) {
 
 }  // namespace
 
+std::vector<std::string> report_flags_given(const HarnessOptions& options) {
+  const RunReport nothing_yet;
+  std::vector<std::string> given;
+  for (const ReportFile& file : report_files(options, nothing_yet, nullptr)) {
+    if (!file.path.empty()) given.emplace_back(file.flag);
+  }
+  return given;
+}
+
 void check_outputs(const HarnessOptions& options) {
   const RunReport nothing_yet;
   const char* on_stdout = nullptr;

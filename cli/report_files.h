@@ -4,10 +4,16 @@
 // atomically after the last; and the exit code that says whether they were.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "options/harness_options.h"
 #include "report/report_writers.h"
 
 namespace attnfuzz {
+
+// The flags of the report files that `options` asks for, in the order the files are written.
+std::vector<std::string> report_flags_given(const HarnessOptions& options);
 
 // Before the first case: every report the run will write can be written, and at most one goes to
 // standard output ("-"); when one does, the run's own lines (std::cout) go to stderr from here on,

@@ -141,8 +141,9 @@ ATTNFUZZ_PROBLEM_HD inline std::int64_t lse_row_offset(const ProblemShape& probl
 
 // The keys before key_end that a query row whose diagonal is key `diagonal` sees: up to the
 // diagonal when causal, within window_right keys after it and window_left keys before it (-1: no
-// limit). The one statement of the mask: the oracle reads it through visible_keys, and the
-// FlashAttention twins through kernels/flash_plant_rules.h, which adds only their plants' slack.
+// limit). The oracle reads it through visible_keys, and the FlashAttention twins through
+// kernels/flash_plant_rules.h, which adds only their plants' slack; cuda_naive, a second kernel
+// written apart from them, keeps its own causal bound.
 ATTNFUZZ_PROBLEM_HD inline KeyRange keys_about_diagonal(std::int64_t diagonal, bool causal,
                                                         std::int64_t window_left,
                                                         std::int64_t window_right,

@@ -16,9 +16,9 @@
 //                            [CORPUS_DIR...]
 // These are the rows of fuzz_attention's flag table marked SHARED_OPTION
 // (options/harness_options.h), read and checked by the same code as fuzz_attention's
-// (options/run_settings_options.h); only the
-// `--flag=value` form is read, and libFuzzer ignores flags that start with "--". A flag that is not
-// given comes from its environment variable when that is set and not empty (the flag wins):
+// (options/run_settings_options.h); only the `--flag=value` form is read, and libFuzzer ignores
+// flags that start with "--". A flag that is not given comes from its environment variable when
+// that is set and not empty (the flag wins):
 //   ATTNFUZZ_KERNEL, ATTNFUZZ_KERNEL_LIB, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND, ATTNFUZZ_ORACLE,
 //   ATTNFUZZ_THREADS, ATTNFUZZ_REPEATS, ATTNFUZZ_ACCUMULATION.
 // Defaults are fuzz_attention's, except the backend: cpu (auto or cuda for the CUDA kernels). A

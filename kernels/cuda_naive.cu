@@ -87,6 +87,8 @@ __global__ void __launch_bounds__(kThreads) naive_forward(const NaiveParams para
   const std::uint16_t* v_head =
       params.tensors.v + batch * problem.v_strides.batch + kv_head * problem.v_strides.head;
 
+  // Its own causal bound, apart from core's keys_about_diagonal: a kernel written independently of
+  // the FlashAttention twins and the oracle that judges them (it takes no window).
   std::int64_t visible = problem.seq_len_k;
   if (problem.causal) {
     const std::int64_t last = row + problem.seq_len_k - problem.seq_len_q;

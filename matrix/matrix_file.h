@@ -46,10 +46,10 @@ CaseMatrix parse_matrix_text(std::string_view text, const std::string& source,
 
 // The matrices shipped in corpus/matrix/, compiled into the binary (pr.json is the default run).
 std::vector<std::string> built_in_matrix_names();
+CaseMatrix load_built_in_matrix(const std::string& name);  // e.g. "pr.json"
 
 // Every key a matrix file may give a case, in the order keys apply within one object (and arrays
 // expand, the last fastest): the schema's fields, shorthands and aliases (case/case_schema.h).
 std::vector<std::string> case_keys();
-CaseMatrix load_built_in_matrix(const std::string& name);  // e.g. "pr.json"
 
 }  // namespace attnfuzz

@@ -25,7 +25,7 @@ constexpr HeatmapPlace heatmap_place(CaseField field) {
     case CaseField::kv_heads:
       return HeatmapPlace::grid_column;
     case CaseField::dtype:
-    case CaseField::kernel:  // with the plant: "cpu_flash with plant ..., fp16"
+    case CaseField::kernel:  // the kernel that ran (the case's, else the run's), with the plant
       return HeatmapPlace::group;
     case CaseField::seed:
       return HeatmapPlace::same_cell;

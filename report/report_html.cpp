@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -211,12 +212,15 @@ struct Column {
 
 // The fields that split panels (report/heatmap_place.h), in the schema's order: each axis the run
 // varies gives each of its values panels of their own, and a panel's title names its values.
-// `value` sorts the panels; titles leave out the `usual` values (a variant switched off, data
+// `order` sorts the panels; titles leave out the `usual` values (a variant switched off, data
 // normal, layout bshd, no row padding) to stay short.
 struct PanelAxis {
   CaseField field;
-  nlohmann::json (*value)(const AttentionCase&);
-  bool (*unset)(const AttentionCase&);  // the codec's "not chosen" (left out of a case's JSON)
+  std::string_view key;
+  // An enum's place in its table (dtype, data, layout), any other value as a case's JSON has it.
+  nlohmann::json (*order)(const AttentionCase&);
+  nlohmann::json (*value)(const AttentionCase&);  // as a case's JSON has it
+  bool (*unset)(const AttentionCase&);            // the codec's "not chosen" (left out of JSON)
 };
 
 std::vector<PanelAxis> make_panel_axes() {
@@ -224,7 +228,15 @@ std::vector<PanelAxis> make_panel_axes() {
   for_each_case_field([&](auto field) {
     using Field = decltype(field);
     if (heatmap_place(Field::case_field) != HeatmapPlace::panel_axis) return;
-    axes.push_back({Field::case_field,
+    axes.push_back({Field::case_field, Field::key,
+                    [](const AttentionCase& attention_case) -> nlohmann::json {
+                      const auto& value = attention_case.*Field::member;
+                      if constexpr (std::is_enum_v<std::decay_t<decltype(value)>>) {
+                        return static_cast<std::int64_t>(value);
+                      } else {
+                        return Field::Codec::write(value);
+                      }
+                    },
                     [](const AttentionCase& attention_case) -> nlohmann::json {
                       return Field::Codec::write(attention_case.*Field::member);
                     },
@@ -241,7 +253,7 @@ const std::vector<PanelAxis>& panel_axes() {
 }
 
 // A panel axis's value as a title names it: "causal", "D=128", "data large_scores",
-// "softcap 50", "no softcap".
+// "softcap 50", "softcap off", "softmax_scale default".
 std::string axis_label(const PanelAxis& axis, const AttentionCase& attention_case) {
   switch (axis.field) {
     case CaseField::causal:
@@ -253,13 +265,14 @@ std::string axis_label(const PanelAxis& axis, const AttentionCase& attention_cas
     default:
       break;
   }
-  std::string key;
-  for_each_case_field([&](auto field) {
-    if (decltype(field)::case_field == axis.field) key = decltype(field)::key;
-  });
-  if (axis.unset(attention_case)) return "no " + key;
+  const std::string key(axis.key);
+  if (axis.unset(attention_case)) {
+    return key + (axis.field == CaseField::softmax_scale ? " default" : " off");
+  }
   const nlohmann::json value = axis.value(attention_case);
-  return key + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+  if (value.is_string()) return key + " " + value.get<std::string>();
+  if (value.is_number_float()) return key + " " + significant_digits(value.get<double>(), 6);
+  return key + " " + value.dump();
 }
 
 // Whether a title may leave the value out: causal and the head dim are always named.
@@ -288,7 +301,7 @@ std::vector<bool> varying_axes(const RunReport& report) {
   for (const CaseResult& result : report.results) {
     for (std::size_t axis = 0; axis < axes.size(); ++axis) {
       varies[axis] =
-          varies[axis] || axes[axis].value(result.attention_case) != axes[axis].value(first);
+          varies[axis] || axes[axis].order(result.attention_case) != axes[axis].order(first);
     }
   }
   return varies;
@@ -297,7 +310,7 @@ std::vector<bool> varying_axes(const RunReport& report) {
 // A panel of one (kernel, dtype) group: the cases sharing the values of the varying split axes;
 // rows are seq lens, columns heads and batch sizes.
 struct Panel {
-  std::string title;  // the split axes' values, e.g. "causal · D=128"; empty when none varies
+  std::string title;  // the split axes' values, e.g. "D=128 · causal"; empty when none varies
   std::map<std::pair<SeqLens, Column>, GridCell> cells;
   std::set<SeqLens> rows;
   std::set<Column> columns;
@@ -331,7 +344,7 @@ Heatmap heatmap_of(const RunReport& report) {
     std::string title;                // of those whose value is not the usual one
     for (std::size_t axis = 0; axis < axes.size(); ++axis) {
       if (!varies[axis]) continue;
-      panel_key.push_back(axes[axis].value(attention_case));
+      panel_key.push_back(axes[axis].order(attention_case));
       labels.push_back(axis_label(axes[axis], attention_case));
       if (axis_usual(axes[axis], attention_case)) continue;
       title += (title.empty() ? "" : " · ") + labels.back();

@@ -21,7 +21,7 @@ namespace attnfuzz {
 nlohmann::json answer_timing_request(const CaseRunner& runner, const AttentionCase& attention_case);
 
 // The request a worker answers with a timing round (answer_timing_request): it carries
-// "bench_round".
+// "bench_round". The kind answers with `runner`, which must outlive it.
 WorkerRequestKind timing_request_kind(const CaseRunner& runner);
 
 // Times every result that carries a performance record `rounds - 1` more times, adding each round

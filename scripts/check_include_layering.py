@@ -92,7 +92,21 @@ def resolve(root: pathlib.Path, source: pathlib.Path, name: str):
     return None
 
 
+def unplaced_folders(root: pathlib.Path, allowed: dict):
+    """Top-level folders holding sources that the table has no row for: nothing could check them."""
+    for folder in sorted(path for path in root.iterdir() if path.is_dir()):
+        if folder.name in allowed or folder.name.startswith((".", "build")):
+            continue  # hidden folders, and build outputs and tools (build/, build-tools/)
+        if (folder / "CMakeCache.txt").exists():
+            continue  # a build folder of another name
+        sources = [path for path in folder.rglob("*") if path.suffix in SOURCE_SUFFIXES]
+        if sources:
+            yield (f"{sources[0].relative_to(root)}: {folder.name}/ holds sources but has no row "
+                   f"in the Folders table of {ARCHITECTURE}: add one, with what it knows")
+
+
 def violations(root: pathlib.Path, allowed: dict):
+    yield from unplaced_folders(root, allowed)
     for folder in sorted(allowed):
         for source in sorted((root / folder).rglob("*")):
             if source.suffix not in SOURCE_SUFFIXES or not source.is_file():

@@ -3,7 +3,8 @@
 # The layering check (scripts/check_include_layering.py) catches what it is for: in a copy of the
 # sources, each planted include that runs against docs/architecture.md's layering (a folder
 # reaching up, or across to one beside it) fails the check, which names the file and the line;
-# with the plant taken out again the copy passes.
+# with the plant taken out again the copy passes. A folder of sources that the table does not
+# list fails the check too (nothing could say what it may include).
 #   include_layering_check.sh REPOSITORY SCRATCH_FOLDER
 set -euo pipefail
 root=$1
@@ -51,5 +52,16 @@ for plant in "${plants[@]}"; do
   mv "$scratch/$file.kept" "$scratch/$file"
 done
 python3 "$checker" --root "$scratch" > /dev/null
-echo "include_layering_check: each of ${#plants[@]} planted includes was found, and only it"
+
+# A folder of sources the table has no row for would go unchecked: the check refuses it.
+mkdir -p "$scratch/newfolder"
+printf '#include "cli/case_selection.h"\n' > "$scratch/newfolder/thing.cpp"
+if output=$(python3 "$checker" --root "$scratch") ||
+  ! grep -qF "newfolder/ holds sources but has no row" <<< "$output"; then
+  echo "FAIL: a folder of sources without a row in the table was not named; the check said:"
+  echo "$output"
+  exit 1
+fi
+echo "found: newfolder/ holds sources but has no row in the table"
+echo "include_layering_check: each of ${#plants[@]} planted includes was found, and only it; so was a folder without a row"
 rm -rf "$scratch"
