@@ -139,6 +139,11 @@ int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::p
   }
   std::cout << "saved " << saved << " of " << cases.size() << " cases to " << folder.string()
             << "\n";
+  if (saved == 0) {
+    throw HarnessError("--save-cases: none of the " + std::to_string(cases.size()) +
+                       " selected cases fits the binary form (each is named above with why): " +
+                       "nothing was saved to " + folder.string());
+  }
   return kExitPass;
 }
 

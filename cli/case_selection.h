@@ -48,7 +48,8 @@ std::string replay_command(const HarnessOptions& options, const RunSettings& set
                            const RunPlan& plan, const CaseResult& result);
 
 // --save-cases DIR: the cases as binary case files, named after their ids; a case over the binary
-// form's work cap is saved fitted under it (case/work_cap.h), and says so. Returns the exit code.
+// form's work cap is saved fitted under it (case/work_cap.h), and says so. Returns the exit code;
+// throws HarnessError when no case could be saved.
 int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::path& folder);
 
 // --list-cases: what a run with these flags would run, a case a line: its id and its shape.

@@ -24,6 +24,10 @@ class DeviceArray {
   void copy_from_host(const T* host, std::size_t count) {
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(get(), host, count * sizeof(T), cudaMemcpyHostToDevice));
   }
+  // Copies the first `count` elements of the array to host memory.
+  void copy_to_host(T* host, std::size_t count) const {
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host, get(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  }
 
  private:
   struct Free {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "core/text.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace attnfuzz {
 namespace {
@@ -67,6 +69,43 @@ std::string join_names(std::span<const std::string_view> names, std::string_view
 
 std::string join_names(std::span<const std::string> names, std::string_view separator) {
   return join(names, separator);
+}
+
+namespace {
+
+// The edit distance between two names (insertions, deletions, substitutions, transpositions of
+// neighbours).
+std::size_t edit_distance(std::string_view from, std::string_view to) {
+  std::vector<std::vector<std::size_t>> cost(from.size() + 1,
+                                             std::vector<std::size_t>(to.size() + 1));
+  for (std::size_t i = 0; i <= from.size(); ++i) cost[i][0] = i;
+  for (std::size_t j = 0; j <= to.size(); ++j) cost[0][j] = j;
+  for (std::size_t i = 1; i <= from.size(); ++i) {
+    for (std::size_t j = 1; j <= to.size(); ++j) {
+      cost[i][j] = std::min({cost[i - 1][j] + 1, cost[i][j - 1] + 1,
+                             cost[i - 1][j - 1] + (from[i - 1] == to[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && from[i - 1] == to[j - 2] && from[i - 2] == to[j - 1]) {
+        cost[i][j] = std::min(cost[i][j], cost[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return cost[from.size()][to.size()];
+}
+
+}  // namespace
+
+std::optional<std::string> closest_name(std::string_view typed,
+                                        std::span<const std::string> candidates) {
+  std::optional<std::string> best;
+  std::size_t best_distance = typed.size() / 3 + 1;
+  for (const std::string& candidate : candidates) {
+    const std::size_t distance = edit_distance(typed, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
 }
 
 std::string escape_control_characters(std::string_view text) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,12 @@ namespace attnfuzz {
 // "a, b, c" (or with another separator).
 std::string join_names(std::span<const std::string_view> names, std::string_view separator = ", ");
 std::string join_names(std::span<const std::string> names, std::string_view separator = ", ");
+
+// The candidate nearest `typed` in edits (insertions, deletions, substitutions, transpositions of
+// neighbours), when it lies within a third of `typed`'s length: what a "did you mean" names.
+// Nothing when none is that close.
+std::optional<std::string> closest_name(std::string_view typed,
+                                        std::span<const std::string> candidates);
 
 // `text` with every control character (below 0x20, and 0x7f) escaped as JSON writes it: \n, \r,
 // \t, otherwise \u00XX. Other bytes, UTF-8 included, are kept. A message holding text from a

@@ -30,14 +30,16 @@ using Clock = std::chrono::steady_clock;
 // The output of one kernel run, or what went wrong.
 struct KernelOutput {
   std::vector<std::uint16_t> elements;  // the output buffer's span
-  std::string error;                    // kernel error or out-of-bounds write
+  std::string error;                    // kernel error, changed input or out-of-bounds write
 };
 
 KernelOutput execute(const AttentionKernel& kernel, const AttentionProblem& problem,
                      const AttentionInputs& inputs, PlantedBug plant) {
   GuardedOutput output(problem);
   KernelOutput result;
-  result.error = run_kernel(kernel, problem, inputs, plant, output);
+  const KernelCall call = run_kernel(kernel, problem, inputs, plant, output);
+  result.error = call.error;
+  if (result.error.empty() && call.changed_input) result.error = *call.changed_input;
   if (result.error.empty()) {
     if (const std::optional<std::string> stray = output.find_stray_write()) result.error = *stray;
   }

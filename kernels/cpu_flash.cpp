@@ -55,6 +55,7 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 constexpr PlantedBug kCpuFlashPlants[] = {
 #define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
     ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)   //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
@@ -538,6 +539,13 @@ class CpuFlashKernel final : public AttentionKernel {
       const std::int64_t batch = item / (query_tiles * problem.heads);
       run_query_tile(call, plan_query_tile(call, batch, head, query_tile), workspace);
     });
+    if (scales_query_in_place(plant)) {
+      // The plant writes through the pointer it was given to read: the caller's Q.
+      std::uint16_t* query = const_cast<std::uint16_t*>(tensors.q);
+      for (std::int64_t index = 0; index < q_span(problem); ++index) {
+        query[index] = float_to_dtype(2.0f * call.widen[query[index]], problem.dtype);
+      }
+    }
   }
 };
 

@@ -532,6 +532,21 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   }
 }
 
+// query_scaled_in_place: doubles every element of Q's span in place, once the output is written
+// (cpu_flash does the same on the host).
+__global__ void double_query_in_place(std::uint16_t* query, std::int64_t count, Dtype dtype) {
+  for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       index < count; index += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (dtype == Dtype::fp16) {
+      query[index] =
+          ElementTraits<__half>::store(2.0f * __half2float(__ushort_as_half(query[index])));
+    } else {
+      query[index] = ElementTraits<__nv_bfloat16>::store(
+          2.0f * __bfloat162float(__ushort_as_bfloat16(query[index])));
+    }
+  }
+}
+
 // The split-KV combine: grid (rows of the query tile, heads, batch), kThreads threads, one query
 // row per CTA. lse = log(sum_s exp(lse_s)), O = sum_s exp(lse_s - lse) O_s in the input dtype; a
 // row no split saw a key for gets lse -inf and the sum of the splits' zeros.
@@ -726,6 +741,7 @@ class CudaFlashKernel final : public AttentionKernel {
     if (params.split.splits == 1) {
       launcher(params, query_tiles, nullptr);
       ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      if (scales_query_in_place(plant)) scale_query_in_place(problem, tensors);
       return;
     }
     // The split-KV workspace, zeroed so that nothing a split leaves unwritten is read as garbage.
@@ -736,6 +752,17 @@ class CudaFlashKernel final : public AttentionKernel {
     params.split_output = static_cast<float*>(workspace.pointer);
     params.split_log_sum_exp = params.split_output + output_bytes / 4;
     launcher(params, query_tiles, nullptr);
+    ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    if (scales_query_in_place(plant)) scale_query_in_place(problem, tensors);
+  }
+
+ private:
+  // The plant writes through the pointer it was given to read: the caller's Q.
+  static void scale_query_in_place(const AttentionProblem& problem,
+                                   const AttentionTensors& tensors) {
+    double_query_in_place<<<256, kThreads>>>(const_cast<std::uint16_t*>(tensors.q), q_span(problem),
+                                             problem.dtype);
+    ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
     ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
 };

@@ -233,6 +233,14 @@ ATTNFUZZ_HOST_DEVICE inline float stored_merged_log_sum_exp(float merged, Plante
   return plant == PlantedBug::lse_log2 ? merged * 1.44269504f : merged;
 }
 
+// ---- the calling contract ----
+
+// Whether the kernel, once its output is written, doubles every element of Q in the caller's
+// buffer (query_scaled_in_place).
+ATTNFUZZ_HOST_DEVICE inline bool scales_query_in_place(PlantedBug plant) {
+  return plant == PlantedBug::query_scaled_in_place;
+}
+
 // ---- the online softmax ----
 
 // The scale applied to Q K^T: the problem's, rounded to fp32 by the caller.

@@ -73,6 +73,13 @@ namespace attnfuzz {
     "a combine step that averages the splits' normalised outputs, as if every split saw keys of "  \
     "the same total weight")
 
+// Bugs of the calling contract: the output is right, but the kernel writes what it must only read.
+// The harness keeps the originals of every input it hands a kernel (run/kernel_inputs.h), so the
+// change is found, and the output is judged against what the inputs were.
+#define ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)                                                     \
+  X(query_scaled_in_place, "once the output is written, doubles every element of Q in place", \
+    "an in-place scaling or RoPE applied to the caller's Q, or Q used as a workspace")
+
 // Races: whether they change a single output value depends on how the warps happen to be
 // scheduled (on an H100 the missing barrier below changed none in the edge matrix), so
 // comparing outputs is no detector for them. compute-sanitizer racecheck is: it sees the
@@ -97,6 +104,7 @@ namespace attnfuzz {
 
 #define ATTNFUZZ_PLANTED_BUGS(X)     \
   ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) \
+  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)  \
   ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)
 
 enum class PlantedBug {
@@ -126,6 +134,7 @@ inline constexpr PlantedBugInfo kPlantedBugs[] = {
 #define ATTNFUZZ_TIMING_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::timing},
     ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)  //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)   //
     ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)        //
     ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)        //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)

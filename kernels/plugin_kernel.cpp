@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/problem_features.h"
+#include "core/text.h"
 #include "kernels/kernel_registry.h"
 
 #if ATTNFUZZ_HAVE_CUDA
@@ -69,10 +70,15 @@ static_assert(ATTNFUZZ_FEATURE_RETURN_LSE ==
 
 namespace {
 
-// A message buffer the plugin writes into; whatever it leaves there is cut at its end.
+// A message buffer the plugin writes into; whatever it leaves there is cut at its end. The ABI asks
+// for one line: every control character, newlines included, comes back escaped ("\n", "\u001b"),
+// so that a message can neither forge rows of a report nor drive a terminal.
 struct MessageBuffer {
   std::vector<char> text = std::vector<char>(1024, '\0');
-  std::string str() const { return std::string(text.data(), strnlen(text.data(), text.size())); }
+  std::string str() const {
+    return escape_control_characters(
+        std::string_view(text.data(), strnlen(text.data(), text.size())));
+  }
 };
 
 struct PluginSymbols {

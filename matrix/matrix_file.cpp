@@ -108,8 +108,14 @@ const CaseKey* find_case_key(std::string_view name) {
   return nullptr;
 }
 
-std::string case_key_names() {
-  return join_names(case_keys());
+// The message for a key no case has: the nearest key when one is close, else every key.
+std::string unknown_key_problem(const std::string& name) {
+  const std::vector<std::string> keys = case_keys();
+  if (const std::optional<std::string> nearest = closest_name(name, keys)) {
+    return "unknown key \"" + name + "\"; did you mean \"" + *nearest +
+           "\"? (case keys: " + join_names(keys) + ")";
+  }
+  return "unknown key \"" + name + "\" (case keys: " + join_names(keys) + ")";
 }
 
 constexpr std::string_view kTopLevelKeys[] = {"name", "include", "defaults", "matrix", "cases"};
@@ -317,8 +323,7 @@ class MatrixParser {
     }
     for (const auto& [name, value] : defaults.items()) {
       if (find_case_key(name) == nullptr) {
-        fail(file, field(child_pointer("/defaults", name)),
-             "unknown key \"" + name + "\" (case keys: " + case_key_names() + ")");
+        fail(file, field(child_pointer("/defaults", name)), unknown_key_problem(name));
       }
     }
     return draft;
@@ -346,7 +351,7 @@ class MatrixParser {
     for (const auto& [name, value] : object.items()) {
       if (find_case_key(name) == nullptr) {
         fail(file, in_case_field(first_id, case_pointer, child_pointer(case_pointer, name)),
-             "unknown key \"" + name + "\" (case keys: " + case_key_names() + ")");
+             unknown_key_problem(name));
       }
     }
     std::vector<Axis> axes;

@@ -8,29 +8,11 @@
 #include <iostream>
 
 #include "core/harness_error.h"
+#include "core/text.h"
 #include "options/run_settings_options.h"
 
 namespace attnfuzz {
 namespace {
-
-// The edit distance between two flags (insertions, deletions, substitutions, transpositions of
-// neighbours), for "did you mean".
-std::size_t edit_distance(std::string_view from, std::string_view to) {
-  std::vector<std::vector<std::size_t>> cost(from.size() + 1,
-                                             std::vector<std::size_t>(to.size() + 1));
-  for (std::size_t i = 0; i <= from.size(); ++i) cost[i][0] = i;
-  for (std::size_t j = 0; j <= to.size(); ++j) cost[0][j] = j;
-  for (std::size_t i = 1; i <= from.size(); ++i) {
-    for (std::size_t j = 1; j <= to.size(); ++j) {
-      cost[i][j] = std::min({cost[i - 1][j] + 1, cost[i][j - 1] + 1,
-                             cost[i - 1][j - 1] + (from[i - 1] == to[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && from[i - 1] == to[j - 2] && from[i - 2] == to[j - 1]) {
-        cost[i][j] = std::min(cost[i][j], cost[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return cost[from.size()][to.size()];
-}
 
 // "; did you mean --bench?" for the first unexpected argument of CLI11's message when a visible
 // flag lies within a third of its length in edits; else "".
@@ -39,19 +21,13 @@ std::string closest_flag_hint(const CLI::App& app, std::string_view message) {
   if (dash == std::string_view::npos) return "";
   std::string_view typed = message.substr(dash);
   typed = typed.substr(0, std::min(typed.find_first_of(" ="), typed.size()));
-  std::string best;
-  std::size_t best_distance = typed.size() / 3 + 1;
+  std::vector<std::string> flags;
   for (const CLI::Option* option : app.get_options()) {
     if (option->get_group().empty()) continue;  // hidden
-    for (const std::string& name : option->get_lnames()) {
-      const std::size_t distance = edit_distance(typed, "--" + name);
-      if (distance < best_distance) {
-        best_distance = distance;
-        best = "--" + name;
-      }
-    }
+    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
   }
-  return best.empty() ? "" : "; did you mean " + best + "?";
+  const std::optional<std::string> best = closest_name(typed, flags);
+  return best ? "; did you mean " + *best + "?" : "";
 }
 
 }  // namespace

@@ -81,22 +81,20 @@ void CaseRunner::validate(const AttentionCase& attention_case) const {
   }
 }
 
-std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
-                       const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output) {
+KernelCall run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
+                      const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output) {
   if (kernel.site() == ExecutionSite::cuda_device) {
     return run_kernel_on_device(kernel, problem, inputs, plant, output);
   }
-  AttentionTensors tensors = with_index_arrays(
-      {inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()}, problem);
-  tensors.lse = output.lse();
+  const KernelInputs handed = KernelInputs::copy_of(problem, inputs);
   try {
-    kernel.forward(problem, tensors, plant);
+    kernel.forward(problem, handed.bind(output.data(), output.lse()), plant);
   } catch (const std::bad_alloc&) {
     throw;  // out of memory: the case is skipped, not failed (CaseRunner::run)
   } catch (const std::exception& error) {
-    return "kernel " + std::string(kernel.name()) + " failed: " + error.what();
+    return {"kernel " + std::string(kernel.name()) + " failed: " + error.what(), std::nullopt};
   }
-  return "";
+  return {"", find_changed_input(problem, inputs, handed)};
 }
 
 KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) const {
@@ -180,10 +178,9 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
       generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
   GuardedOutput output(problem);
   const auto kernel_started = std::chrono::steady_clock::now();
-  const std::string kernel_error =
-      run_kernel(*choice.kernel, problem, inputs, settings_.plant, output);
+  const KernelCall call = run_kernel(*choice.kernel, problem, inputs, settings_.plant, output);
   result.kernel_seconds = seconds_since(kernel_started);
-  if (!kernel_error.empty()) return finish(CaseStatus::fail, kernel_error);
+  if (!call.error.empty()) return finish(CaseStatus::fail, call.error);
   result.ran = true;
 
   // The same inputs again, each run into a fresh poisoned output: bitwise the same as the first,
@@ -193,9 +190,12 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   const auto repeats_started = std::chrono::steady_clock::now();
   for (int run = 2; run <= settings_.repeats && !repeat_fault; ++run) {
     GuardedOutput& again = repeats.emplace_back(problem);
-    const std::string error = run_kernel(*choice.kernel, problem, inputs, settings_.plant, again);
-    if (!error.empty()) {
-      repeat_fault = "run " + std::to_string(run) + ": " + error;
+    const KernelCall call_again =
+        run_kernel(*choice.kernel, problem, inputs, settings_.plant, again);
+    if (!call_again.error.empty()) {
+      repeat_fault = "run " + std::to_string(run) + ": " + call_again.error;
+    } else if (call_again.changed_input && !call.changed_input) {
+      repeat_fault = "run " + std::to_string(run) + ": " + *call_again.changed_input;
     } else if (std::optional<std::string> stray = again.find_stray_write()) {
       repeat_fault = "run " + std::to_string(run) + ": " + *stray;
     } else if (!settings_.allow_nondeterminism) {
@@ -247,12 +247,20 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   // Every fault found, the comparison's first: it names the element a kernel author looks at.
   std::vector<std::string> faults;
   if (result.comparison.failed) faults.push_back(result.comparison.reason);
+  if (call.changed_input) faults.push_back(*call.changed_input);
   if (std::optional<std::string> stray = output.find_stray_write()) faults.push_back(*stray);
   if (repeat_fault) faults.push_back(*repeat_fault);
   if (!faults.empty()) return finish(CaseStatus::fail, join_names(faults, "; and "));
   if (result.comparison.inconclusive) {
     result.skip_cause = SkipCause::inconclusive;
     return finish(CaseStatus::skip, result.comparison.reason);
+  }
+  // Nothing to judge is no pass: a packed batch whose every sequence is empty has no output
+  // element (the kernel ran all the same, and wrote nothing it must not, nor changed an input).
+  if (problem.query_rows() == 0) {
+    result.skip_cause = SkipCause::inconclusive;
+    return finish(CaseStatus::skip,
+                  "no output to judge: every sequence of seq_lens_q is empty (no query row)");
   }
   // Only a kernel that computed the case right is timed: a wrong kernel's speed means nothing.
   if (settings_.bench.enabled) {

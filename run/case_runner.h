@@ -11,6 +11,7 @@
 #include "perf/kernel_performance.h"
 #include "run/case_result.h"
 #include "run/guarded_output.h"
+#include "run/kernel_inputs.h"
 
 namespace attnfuzz {
 
@@ -48,10 +49,11 @@ struct KernelChoice {
   SkipCause skip_cause = SkipCause::unavailable;
 };
 
-// Runs `kernel` on `inputs` into `output` (through device memory when the kernel runs on a CUDA
-// device); returns the kernel's error text, empty on success.
-std::string run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
-                       const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output);
+// Runs `kernel` on copies of `inputs` and of the problem's index arrays into `output` (through
+// device memory when the kernel runs on a CUDA device), then checks the copies against the
+// originals, which the kernel never sees.
+KernelCall run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
+                      const AttentionInputs& inputs, PlantedBug plant, GuardedOutput& output);
 
 class CaseRunner {
  public:

@@ -62,6 +62,16 @@ DeviceIndexArrays::DeviceIndexArrays(const AttentionProblem& problem)
       block_table_(copy_if_any(problem.block_table)),
       alibi_slopes_(copy_if_any(problem.alibi_slopes)) {}
 
+void DeviceIndexArrays::copy_to_host(KernelInputs& handed) const {
+  const auto copy = [](const auto& device, auto& host) {
+    if (device) device->copy_to_host(host.data(), host.size());
+  };
+  copy(cu_seqlens_q_, handed.cu_seqlens_q);
+  copy(cu_seqlens_k_, handed.cu_seqlens_k);
+  copy(block_table_, handed.block_table);
+  copy(alibi_slopes_, handed.alibi_slopes);
+}
+
 AttentionTensors DeviceIndexArrays::bind(AttentionTensors tensors) const {
   tensors.cu_seqlens_q = pointer_or_null(cu_seqlens_q_);
   tensors.cu_seqlens_k = pointer_or_null(cu_seqlens_k_);
@@ -70,10 +80,11 @@ AttentionTensors DeviceIndexArrays::bind(AttentionTensors tensors) const {
   return tensors;
 }
 
-std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
-                                 const AttentionInputs& inputs, PlantedBug plant,
-                                 GuardedOutput& output) {
+KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
+                                const AttentionInputs& inputs, PlantedBug plant,
+                                GuardedOutput& output) {
   std::string error;
+  std::optional<std::string> changed_input;
   try {
     const DeviceArray<std::uint16_t> q = copy_to_device(inputs.q);
     const DeviceArray<std::uint16_t> k = copy_to_device(inputs.k);
@@ -109,13 +120,20 @@ std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionP
                                        output.lse_buffer().size() * sizeof(float),
                                        cudaMemcpyDeviceToHost));
       }
+      // The inputs as the kernel left them on the device, against the host's originals.
+      KernelInputs handed = KernelInputs::copy_of(problem, inputs);
+      q.copy_to_host(handed.tensors.q.data(), handed.tensors.q.size());
+      k.copy_to_host(handed.tensors.k.data(), handed.tensors.k.size());
+      v.copy_to_host(handed.tensors.v.data(), handed.tensors.v.size());
+      index_arrays.copy_to_host(handed);
+      changed_input = find_changed_input(problem, inputs, handed);
     }
   } catch (const std::exception& staging_error) {
     error = "device staging for kernel " + std::string(kernel.name()) +
             " failed: " + staging_error.what();
   }
   if (!error.empty()) note_device_failure(error);
-  return error;
+  return {error, error.empty() ? changed_input : std::nullopt};
 }
 
 void note_device_failure(const std::string& error) {
@@ -129,11 +147,11 @@ void note_device_failure(const std::string& error) {
 
 #else
 
-std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem&,
-                                 const AttentionInputs&, PlantedBug, GuardedOutput&) {
-  return "kernel " + std::string(kernel.name()) +
-         " runs on a CUDA device, and this build has no "
-         "CUDA support";
+KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem&,
+                                const AttentionInputs&, PlantedBug, GuardedOutput&) {
+  return {"kernel " + std::string(kernel.name()) +
+              " runs on a CUDA device, and this build has no CUDA support",
+          std::nullopt};
 }
 
 void note_device_failure(const std::string&) {}

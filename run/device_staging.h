@@ -10,6 +10,7 @@
 #include "case/data_distribution.h"
 #include "kernels/attention_kernel.h"
 #include "run/guarded_output.h"
+#include "run/kernel_inputs.h"
 
 #if ATTNFUZZ_HAVE_CUDA
 #include <optional>
@@ -19,13 +20,14 @@
 
 namespace attnfuzz {
 
-// Returns the kernel's or the CUDA runtime's error text, empty on success. An error that leaves
-// the CUDA context unusable (an illegal address, say) is also recorded with
-// mark_cuda_context_lost(), so later CUDA cases are skipped with that reason instead of failing
-// on an error that is not theirs.
-std::string run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
-                                 const AttentionInputs& inputs, PlantedBug plant,
-                                 GuardedOutput& output);
+// The kernel's or the CUDA runtime's error text (empty on success), and after a call without one,
+// the first input the kernel changed on the device (run/kernel_inputs.h: the device copies come
+// back and are compared with the host's originals). An error that leaves the CUDA context unusable
+// (an illegal address, say) is also recorded with mark_cuda_context_lost(), so later CUDA cases
+// are skipped with that reason instead of failing on an error that is not theirs.
+KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
+                                const AttentionInputs& inputs, PlantedBug plant,
+                                GuardedOutput& output);
 
 // After `error` on the device (a kernel's or the runtime's): when the CUDA context is left unusable
 // (a sticky error), records that with mark_cuda_context_lost(), naming `error`.
@@ -39,6 +41,8 @@ class DeviceIndexArrays {
   explicit DeviceIndexArrays(const AttentionProblem& problem);
   // `tensors` with these device copies in place of the index arrays.
   AttentionTensors bind(AttentionTensors tensors) const;
+  // The device copies as they are now, into `handed`'s index arrays (sized as the problem's).
+  void copy_to_host(KernelInputs& handed) const;
 
  private:
   std::optional<DeviceArray<std::int32_t>> cu_seqlens_q_, cu_seqlens_k_, block_table_;

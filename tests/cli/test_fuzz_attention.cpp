@@ -290,6 +290,10 @@ INSTANTIATE_TEST_SUITE_P(
                          kValidMatrix,
                          "--configs {matrix} --save-cases {matrix}",
                          {"--save-cases", "exists and is not a folder"}},
+        HarnessErrorCase{"save_cases_that_saves_nothing",
+                         R"({"name": "t", "cases": [{"batch": 9, "heads": 2, "seq_len": 70}]})",
+                         "--configs {matrix} --save-cases {folder}/saved",
+                         {"--save-cases", "none of the 1 selected cases", "nothing was saved"}},
         HarnessErrorCase{"infinite_case_timeout",
                          kValidMatrix,
                          "--configs {matrix} --case-timeout inf",
@@ -618,12 +622,13 @@ std::vector<std::string> plant_names(std::span<const PlantedBug> plants) {
   return names;
 }
 
-TEST_F(FuzzAttention, ListKernelsExitsZeroAndListsCpuFlashWithEveryAlgorithmAndSpeedPlant) {
+TEST_F(FuzzAttention, ListKernelsExitsZeroAndListsCpuFlashWithEveryAlgorithmContractAndSpeedPlant) {
   const RunResult result = run("--list-kernels");
   EXPECT_EQ(result.exit_code, 0) << result.err;
   constexpr std::string_view kAlgorithmPlants[] = {
 #define ATTNFUZZ_PLANT_NAME(id, effect, origin) #id,
       ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)  //
+      ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)   //
       ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
 #undef ATTNFUZZ_PLANT_NAME
   };
@@ -782,10 +787,12 @@ TEST_P(FuzzAttentionPlant, FailsItsShippedMatrixAndNamesTheFirstFailingElement) 
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
   // The reason names an element or a log-sum-exp row: the first beyond its bound, the worst one
   // when only FlashAttention's rule failed (an error spread thinly over every element), or the
-  // first that differs between two runs; or, for the bias test, which way the errors lean.
+  // first that differs between two runs; or, for the bias test, which way the errors lean; or the
+  // input the kernel changed.
   EXPECT_THAT(result.out, ::testing::ContainsRegex(
                               "reason: (nondeterministic: |.*worst )?(element|log-sum-exp of row) "
-                              "\\(b=|reason: rounding bias: the errors lean"));
+                              "\\(b=|reason: rounding bias: the errors lean|"
+                              "reason: the kernel changed its input "));
   EXPECT_THAT(result.out, HasSubstr("--plant " + std::string(GetParam().name)));
 }
 

@@ -12,7 +12,8 @@
  *   FAULT_CLOSE_STDIN          closes descriptor 0, then computes the right answer
  *   FAULT_WRITE_FD3            writes a line to descriptor 3, then computes the right answer
  *   FAULT_EXIT_ZERO            calls exit(0)
- *   FAULT_CONTROL_CHARACTERS   fails with a message full of terminal escapes and a bell
+ *   FAULT_CONTROL_CHARACTERS   fails with a message full of terminal escapes, a bell and a
+ *                              newline that would forge a row of the table
  * and FAULT_LOAD_CRASH crashes (SIGSEGV) in attnfuzz_plugin_name(), as the plugin is loaded.
  * With the environment variable FAULT_EVERY_CASE set, every case misbehaves (for the property
  * search, whose cases are random).
@@ -153,7 +154,7 @@ static int fault(const attnfuzz_problem* problem, const attnfuzz_tensors* tensor
 #elif FAULT_KIND == FAULT_CONTROL_CHARACTERS
   (void)problem;
   (void)tensors;
-  snprintf(error, error_size, "bad\033[2J\033[31m red\rover\a bell");
+  snprintf(error, error_size, "bad\033[2J\033[31m red\rover\a bell\nFAIL forged/0");
   return ATTNFUZZ_STATUS_ERROR;
 #else
   return naive_attention_forward(problem, tensors, 0, error, error_size);

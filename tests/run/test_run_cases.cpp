@@ -279,9 +279,17 @@ TEST_F(FuzzAttention, KernelThatCallsExitZeroFailsItsCaseContainedOrNot) {
 TEST_F(FuzzAttention, ControlCharactersOfAKernelsMessageNeverReachTheTableOrMarkdownRaw) {
   const RunResult result =
       run_matrix(kFourCases, "--kernel-lib " + quoted(ATTNFUZZ_FAULT_CONTROL_CHARACTERS_PLUGIN) +
-                                 " --markdown " + quoted(path("summary.md").string()));
+                                 " --markdown " + quoted(path("summary.md").string()) + " --json " +
+                                 quoted(path("report.json").string()));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_THAT(result.out, HasSubstr("bad?[2J?[31m red?over? bell"));
+  // Escaped where the message enters the harness: one line, in every report.
+  const std::string escaped = R"(bad\u001b[2J\u001b[31m red\rover\u0007 bell\nFAIL forged/0)";
+  EXPECT_THAT(result.out, HasSubstr(escaped));
+  EXPECT_EQ(record_of(read_json(path("report.json")), "t/1").at("reason").get<std::string>(),
+            "kernel fault_control_characters failed: plugin returned status 1: " + escaped);
+  for (const std::string& line : lines_of(result.out)) {
+    EXPECT_NE(line.rfind("FAIL forged", 0), 0u) << "a message forged a row of the table";
+  }
   for (const std::string& text : {result.out, read_file(path("summary.md"))}) {
     for (const char control : {'\033', '\r', '\a'}) {
       EXPECT_EQ(text.find(control), std::string::npos) << "control character " << int(control);

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "run/kernel_inputs.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/number_text.h"
+
+namespace attnfuzz {
+namespace {
+
+// The first index where `before` and `after` differ bitwise, if any (sizes are equal: the handed
+// arrays are copies).
+template <typename Element>
+std::optional<std::size_t> first_difference(std::span<const Element> before,
+                                            std::span<const Element> after) {
+  if (before.size() == after.size() &&
+      std::memcmp(before.data(), after.data(), before.size_bytes()) == 0) {
+    return std::nullopt;
+  }
+  const auto [at_before, at_after] = std::mismatch(
+      before.begin(), before.end(), after.begin(), after.end(),
+      [](const Element& a, const Element& b) { return std::memcmp(&a, &b, sizeof(Element)) == 0; });
+  return static_cast<std::size_t>(at_before - before.begin());
+}
+
+std::string hex_bits(std::uint16_t bits) {
+  char text[8];
+  std::snprintf(text, sizeof text, "0x%04x", bits);
+  return text;
+}
+
+std::string element_text(std::uint16_t bits, Dtype dtype) {
+  return hex_bits(bits) + " (" + significant_digits(dtype_to_float(bits, dtype), 6) + ")";
+}
+
+// A tensor input's change: element `index` of a buffer whose tensor spans `span` elements (the
+// rest is its guard tail).
+std::string tensor_change(std::string_view name, std::size_t index, std::int64_t span,
+                          std::uint16_t before, std::uint16_t after, Dtype dtype) {
+  const bool in_tail = static_cast<std::int64_t>(index) >= span;
+  return "the kernel changed its input " + std::string(name) + " (inputs must be left as they " +
+         "were): element " + std::to_string(index) +
+         (in_tail ? " (past the tensor's " + std::to_string(span) + " elements, in its guard tail)"
+                  : "") +
+         " was " + element_text(before, dtype) + ", is " + element_text(after, dtype);
+}
+
+template <typename Element>
+std::string array_change(std::string_view name, std::size_t index, Element before, Element after) {
+  const auto text = [](Element value) {
+    if constexpr (std::is_floating_point_v<Element>)
+      return significant_digits(value, 9);
+    else
+      return std::to_string(value);
+  };
+  return "the kernel changed its input " + std::string(name) +
+         " (inputs must be left as they were): [" + std::to_string(index) + "] was " +
+         text(before) + ", is " + text(after);
+}
+
+}  // namespace
+
+KernelInputs KernelInputs::copy_of(const AttentionProblem& problem, const AttentionInputs& inputs) {
+  return {inputs, problem.cu_seqlens_q, problem.cu_seqlens_k, problem.block_table,
+          problem.alibi_slopes};
+}
+
+AttentionTensors KernelInputs::bind(std::uint16_t* output, float* lse) const {
+  const auto data_or_null = [](const auto& array) {
+    return array.empty() ? nullptr : array.data();
+  };
+  AttentionTensors bound{tensors.q.data(), tensors.k.data(), tensors.v.data(), output};
+  bound.cu_seqlens_q = data_or_null(cu_seqlens_q);
+  bound.cu_seqlens_k = data_or_null(cu_seqlens_k);
+  bound.block_table = data_or_null(block_table);
+  bound.alibi_slopes = data_or_null(alibi_slopes);
+  bound.lse = lse;
+  return bound;
+}
+
+std::optional<std::string> find_changed_input(const AttentionProblem& problem,
+                                              const AttentionInputs& original,
+                                              const KernelInputs& handed) {
+  const struct {
+    std::string_view name;
+    const std::vector<std::uint16_t>& before;
+    const std::vector<std::uint16_t>& after;
+    std::int64_t span;
+  } tensors[] = {{"Q", original.q, handed.tensors.q, q_span(problem)},
+                 {"K", original.k, handed.tensors.k, kv_span(problem)},
+                 {"V", original.v, handed.tensors.v, kv_span(problem)}};
+  for (const auto& tensor : tensors) {
+    if (const auto index = first_difference<std::uint16_t>(tensor.before, tensor.after)) {
+      return tensor_change(tensor.name, *index, tensor.span, tensor.before[*index],
+                           tensor.after[*index], problem.dtype);
+    }
+  }
+  const struct {
+    std::string_view name;
+    const std::vector<std::int32_t>& before;
+    const std::vector<std::int32_t>& after;
+  } index_arrays[] = {{"cu_seqlens_q", problem.cu_seqlens_q, handed.cu_seqlens_q},
+                      {"cu_seqlens_k", problem.cu_seqlens_k, handed.cu_seqlens_k},
+                      {"block_table", problem.block_table, handed.block_table}};
+  for (const auto& array : index_arrays) {
+    if (const auto index = first_difference<std::int32_t>(array.before, array.after)) {
+      return array_change(array.name, *index, array.before[*index], array.after[*index]);
+    }
+  }
+  if (const auto index = first_difference<float>(problem.alibi_slopes, handed.alibi_slopes)) {
+    return array_change("alibi_slopes", *index, problem.alibi_slopes[*index],
+                        handed.alibi_slopes[*index]);
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnfuzz
