@@ -38,8 +38,14 @@ AttentionProblem problem_shape_of(const AttentionCase& attention_case) {
 }
 
 AttentionProblem problem_of(const AttentionCase& attention_case) {
-  return with_layout(problem_shape_of(attention_case), attention_case.layout,
-                     attention_case.row_padding);
+  AttentionProblem problem = problem_shape_of(attention_case);
+  // A window at least as wide as every sequence cuts no row (the left edge of row i's window is
+  // before key 0 once window_left >= seq_len_k, the right edge past the last key once
+  // window_right >= seq_len_q): it is exactly no window, which kernels are given instead of a
+  // width whose arithmetic could overflow (a diagonal minus 2^63).
+  if (problem.window_left >= problem.seq_len_k) problem.window_left = -1;
+  if (problem.window_right >= problem.seq_len_q) problem.window_right = -1;
+  return with_layout(std::move(problem), attention_case.layout, attention_case.row_padding);
 }
 
 std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& attention_case) {
@@ -79,7 +85,7 @@ std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& attenti
   }
   if (attention_case.page_size > 0) {
     const std::int64_t pages_per_sequence =
-        (attention_case.seq_len_k + attention_case.page_size - 1) / attention_case.page_size;
+        pages_for(attention_case.seq_len_k, attention_case.page_size);
     if (pages_per_sequence >
         std::numeric_limits<std::int32_t>::max() / std::max<std::int64_t>(attention_case.batch, 1) -
             1) {

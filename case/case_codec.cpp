@@ -185,6 +185,10 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
     return fail<Bytes>(why, "work " + std::to_string(case_work(attention_case)) +
                                 " is over the binary form's cap 2^24 (fit_to_work_cap)");
   }
+  if (page_pool_elements(attention_case) > kCaseWorkCap) {
+    return fail<Bytes>(why, "page pool of " + std::to_string(page_pool_elements(attention_case)) +
+                                " elements is over the binary form's cap 2^24 (fit_to_work_cap)");
+  }
   if (attention_case.row_padding < 0 || attention_case.row_padding > kEncodedMaxRowPadding) {
     return fail<Bytes>(why, "row_padding outside 0..16");
   }
@@ -318,6 +322,11 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
             static_cast<std::int64_t>(in.get(2) % (attention_case.seq_len_k + 1)));
       }
     }
+  }
+  // A large page over a few keys: its pool is fitted under the cap as the work is.
+  if (page_pool_elements(attention_case) > kCaseWorkCap) {
+    attention_case = fit_to_work_cap(attention_case);
+    if (fitted != nullptr) *fitted = true;
   }
   const std::size_t name_length = in.get(1);
   if (in.remaining() != name_length) {

@@ -4,6 +4,7 @@
 
 #include <iterator>
 
+#include "core/number_text.h"
 #include "core/text.h"
 
 namespace attnfuzz {
@@ -175,20 +176,23 @@ std::optional<std::string> SequenceLengths::outside_limits(const Value& value) {
   return std::nullopt;
 }
 
-NonNegativeNumber::Value NonNegativeNumber::read(const Json& value) {
+SoftcapValue::Value SoftcapValue::read(const Json& value) {
   if (!value.is_number()) {
     throw FieldProblem{"expected a number, got " + describe_json_value(value)};
   }
   const double number = value.get<double>();
-  if (!(number >= 0.0) || !std::isfinite(number)) {
-    throw FieldProblem{"must be a finite number >= 0 (0: off), got " + value.dump()};
+  if (outside_limits(number)) {
+    throw FieldProblem{
+        "must be 0 (off) or from 2^-60 to 2^60, which a kernel's fp32 tanh holds, "
+        "got " +
+        value.dump()};
   }
   return number;
 }
 
-std::optional<std::string> NonNegativeNumber::outside_limits(Value value) {
-  if (std::isfinite(value) && value >= 0.0) return std::nullopt;
-  return std::to_string(value) + " (not a finite number >= 0)";
+std::optional<std::string> SoftcapValue::outside_limits(Value value) {
+  if (value == 0.0 || (value >= kSmallest && value <= kLargest)) return std::nullopt;
+  return significant_digits(value, 6) + " (not 0, nor from 2^-60 to 2^60)";
 }
 
 InjectionText::Value InjectionText::read(const Json& value) {

@@ -60,7 +60,7 @@
   FIELD(page_size, OptionalCount, "page_size", 0, problem)                 \
   FIELD(window_left, WindowExtent, "window_left", -1, problem)             \
   FIELD(window_right, WindowExtent, "window_right", -1, problem)           \
-  FIELD(softcap, NonNegativeNumber, "softcap", 0.0, problem)               \
+  FIELD(softcap, SoftcapValue, "softcap", 0.0, problem)                    \
   FIELD(alibi, OptionalFlag, "alibi", false, problem)                      \
   FIELD(return_lse, OptionalFlag, "return_lse", false, problem)
 
@@ -240,9 +240,14 @@ struct WindowExtent {
   static bool unset(Value value) { return value == -1; }
 };
 
-// A finite number >= 0; 0 means off (softcap).
-struct NonNegativeNumber {
+// A soft-capping value: 0 (off), or a cap c from 2^-60 to 2^60. Kernels compute c * tanh(s / c)
+// in fp32: past 2^60, s / c of a score below 2^-66 underflows (or is flushed to zero) where it
+// should be about s, and a cap beyond fp32's range (1e300, 1e-300) becomes inf or 0 and every
+// capped score NaN; within the range, both are far below any bound. docs/matrix.md says so.
+struct SoftcapValue {
   using Value = double;
+  static constexpr double kSmallest = 0x1p-60;
+  static constexpr double kLargest = 0x1p60;
   static Value read(const nlohmann::json& json);
   static nlohmann::json write(Value value) { return value; }
   static std::optional<std::string> outside_limits(Value value);

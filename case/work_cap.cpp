@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "case/work_cap.h"
 
-#include <utility>
-
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 
 namespace attnfuzz {
 namespace {
@@ -35,7 +35,27 @@ std::int64_t case_work(const AttentionCase& attention_case) {
          attention_case.seq_len_k * attention_case.head_dim;
 }
 
-AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
+std::int64_t page_pool_elements(const AttentionCase& attention_case) {
+  if (attention_case.page_size <= 0) return 0;
+  // Saturating: a case from a worker request or a generator need not have passed the matrix
+  // reader's checked products.
+  std::int64_t elements = 1;
+  for (const std::int64_t factor :
+       {pages_for(attention_case.seq_len_k, attention_case.page_size), attention_case.batch}) {
+    if (__builtin_mul_overflow(elements, factor, &elements)) return INT64_MAX;
+  }
+  if (__builtin_add_overflow(elements, 1, &elements)) return INT64_MAX;  // the spare page
+  for (const std::int64_t factor :
+       {attention_case.page_size, attention_case.kv_heads, attention_case.head_dim}) {
+    if (__builtin_mul_overflow(elements, factor, &elements)) return INT64_MAX;
+  }
+  return elements;
+}
+
+namespace {
+
+// Steps 1 to 5 of fit_to_work_cap: the work.
+AttentionCase fit_work(AttentionCase attention_case, std::int64_t cap) {
   // Work without the given factor: what one unit of it costs.
   const auto per = [&attention_case](std::int64_t factor) {
     return case_work(attention_case) / factor;
@@ -73,6 +93,16 @@ AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
     if (lengths->empty()) continue;
     lengths->resize(static_cast<std::size_t>(attention_case.batch));
     for (std::int64_t& length : *lengths) length = std::min(length, longest);
+  }
+  return attention_case;
+}
+
+}  // namespace
+
+AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
+  attention_case = fit_work(std::move(attention_case), cap);
+  while (page_pool_elements(attention_case) > cap && attention_case.page_size > 1) {
+    attention_case.page_size /= 2;
   }
   return attention_case;
 }

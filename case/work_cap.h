@@ -20,6 +20,12 @@ inline constexpr std::int64_t kCaseWorkCap = std::int64_t{1} << 24;
 
 std::int64_t case_work(const AttentionCase& attention_case);
 
+// Elements of a paged case's K (or V) page pool: (batch x pages per sequence + 1) pages of
+// page_size rows of kv_heads x head_dim; 0 when the case is not paged. A large page over a few
+// keys holds far more than its work says (pages of 16384 rows over one key, eight kv heads of 256:
+// 2^26 elements a tensor), so the pool has a cap of its own, kCaseWorkCap elements.
+std::int64_t page_pool_elements(const AttentionCase& attention_case);
+
 // The case itself when its work is within `cap`; otherwise the same case made smaller, each step
 // taken only as far as needed to fit and the next only when that was not enough:
 //   1. batch, down to 1;
@@ -29,7 +35,8 @@ std::int64_t case_work(const AttentionCase& attention_case);
 //   4. heads down to one kv head of one query head; seq_len_q down to 1;
 //   5. seq_len_k last, long rows being what the cap must not cost: by whole tiles down to its
 //      remainder modulo 64, then down to 1.
-// Everything else (dtype, layout, data, seed, scale, head_dim) is kept. A cap of at least 256
+// Everything else (dtype, layout, data, seed, scale, head_dim) is kept, but for a page pool over
+// the cap, whose page_size is halved until the pool fits (down to one row). A cap of at least 256
 // (one row at the largest head dim) is always met.
 AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap = kCaseWorkCap);
 

@@ -84,17 +84,27 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
             << options.seed << ", kernel " << CaseRunner(settings).kernel_for(AttentionCase{})
             << ", plant " << options.plant << "\n";
   const std::vector<PropertyOutcome> outcomes = run_properties(search, std::cout);
-  int failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
   std::cout << "\n";
   for (const PropertyOutcome& outcome : outcomes) {
     const bool broken = outcome.minimal_case.has_value();
-    failed += broken ? 1 : 0;
-    std::printf("%s %-28s %6d cases %8.2f s%s\n", broken ? "FAIL" : "PASS",
+    // A property no case of which was checked (the search stopped at another's failure, or the
+    // budget ran out first) has not been shown to hold: skipped, not passed.
+    const bool never_checked = !broken && outcome.tests == 0;
+    const char* verdict = broken ? "FAIL" : never_checked ? "SKIP" : "PASS";
+    const char* note = broken ? "  (minimal case saved)"
+                       : never_checked
+                           ? (options.fail_fast ? "  (not run: --fail-fast stopped first)"
+                                                : "  (not run: the --budget ran out first)")
+                           : "";
+    std::printf("%s %-28s %6d cases %8.2f s%s\n", verdict,
                 std::string(kProperties[static_cast<int>(outcome.property)].name).c_str(),
-                outcome.tests, outcome.seconds, broken ? "  (minimal case saved)" : "");
+                outcome.tests, outcome.seconds, note);
+    (broken ? failed : never_checked ? skipped : passed) += 1;
   }
-  std::cout << (outcomes.size() - failed) << " passed, " << failed << " failed, 0 skipped\n";
-  return failed ? kExitFail : kExitPass;
+  std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  if (failed > 0) return kExitFail;
+  return passed > 0 ? kExitPass : kExitSkip;
 }
 
 // The report flags describe a matrix run, and so do --stream and --resume; the property search

@@ -84,7 +84,7 @@ AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64
   problem.o_strides = problem.q_strides;
 
   if (problem.paged()) {
-    problem.pages_per_sequence = (problem.seq_len_k + problem.page_size - 1) / problem.page_size;
+    problem.pages_per_sequence = pages_for(problem.seq_len_k, problem.page_size);
     problem.pages = problem.batch * problem.pages_per_sequence + 1;  // one page no sequence uses
     problem.block_table = shuffled_pages(
         problem.pages, splitmix64_step(static_cast<std::uint64_t>(problem.batch) * 0x10001u ^

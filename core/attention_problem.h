@@ -139,6 +139,12 @@ ATTNFUZZ_PROBLEM_HD inline std::int64_t lse_row_offset(const ProblemShape& probl
   return problem.varlen_q ? cu_seqlens_q[b] + i : b * problem.lse_strides.batch + i;
 }
 
+// Pages of `page_size` rows that `seq_len_k` keys fill, the last one perhaps partly: a ceiling
+// that no page size, however large, overflows.
+inline std::int64_t pages_for(std::int64_t seq_len_k, std::int64_t page_size) {
+  return seq_len_k <= 0 ? 0 : 1 + (seq_len_k - 1) / page_size;
+}
+
 // The keys before key_end that a query row whose diagonal is key `diagonal` sees: up to the
 // diagonal when causal, within window_right keys after it and window_left keys before it (-1: no
 // limit). The oracle reads it through visible_keys, and the FlashAttention twins through
@@ -148,13 +154,14 @@ ATTNFUZZ_PROBLEM_HD inline KeyRange keys_about_diagonal(std::int64_t diagonal, b
                                                         std::int64_t window_left,
                                                         std::int64_t window_right,
                                                         std::int64_t key_end) {
+  // Written so that no window, however wide, overflows: a window is added to or taken from the
+  // diagonal only when it is narrower than the distance it is compared with.
   KeyRange range{0, key_end};
   if (causal && diagonal + 1 < range.end) range.end = diagonal + 1;
-  if (window_right >= 0 && diagonal + window_right + 1 < range.end) {
+  if (window_right >= 0 && window_right < range.end - 1 - diagonal) {
     range.end = diagonal + window_right + 1;
   }
-  if (window_left >= 0 && diagonal - window_left > range.first)
-    range.first = diagonal - window_left;
+  if (window_left >= 0 && window_left < diagonal) range.first = diagonal - window_left;
   return range;
 }
 

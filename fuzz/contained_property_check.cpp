@@ -7,13 +7,16 @@
 
 #include "case/case_codec.h"
 #include "core/clock.h"
+#include "core/number_text.h"
 
 namespace attnfuzz {
 namespace {
 
 // What the search waits for a check once the budget is spent: a last check that happens to be
-// running then gets this long to finish.
+// running then gets this long to finish, or kSlowCheckFactor times the longest check that
+// finished, whichever is longer; past that it is a hang.
 constexpr double kBudgetGraceSeconds = 1.0;
+constexpr double kSlowCheckFactor = 10.0;
 
 // The key of a property check's request: the property's name.
 constexpr const char* kPropertyKey = "property";
@@ -28,7 +31,10 @@ ContainedPropertyCheck::ContainedPropertyCheck(WorkerPoolSettings workers, doubl
 
 std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
                                                               const AttentionCase& attention_case) {
-  const double budget_left = budget_seconds_ - seconds_since(started_) + kBudgetGraceSeconds;
+  // Past the budget a check may still finish if it takes no longer than ten times the longest
+  // check that finished (a slow kernel's last check); one that takes longer is a hang.
+  const double grace = std::max(kBudgetGraceSeconds, kSlowCheckFactor * longest_check_seconds_);
+  const double budget_left = budget_seconds_ - seconds_since(started_) + grace;
   if (budget_left <= 0) return std::nullopt;  // the search is over: every further check holds
   const bool budget_bounds = case_timeout_seconds_ <= 0 || budget_left < case_timeout_seconds_;
   pool_.set_case_timeout(budget_bounds ? budget_left : case_timeout_seconds_);
@@ -39,7 +45,9 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
                           {"case", case_keys_to_json(attention_case)},
                           {kPropertyKey, kProperties[static_cast<int>(property)].name}};
   };
+  const auto check_started = std::chrono::steady_clock::now();
   const auto on_record = [&](std::size_t, const nlohmann::json& record) {
+    longest_check_seconds_ = std::max(longest_check_seconds_, seconds_since(check_started));
     const nlohmann::json& verdict = record.at("failure");
     if (!verdict.is_null()) failure = verdict.get<std::string>();
     return true;
@@ -47,10 +55,12 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
   const auto on_loss = [&](std::size_t, const WorkerLoss& loss) {
     if (loss.kind == WorkerLossKind::out_of_memory) return true;  // as a matrix run's skip
     if (loss.kind == WorkerLossKind::hung && budget_bounds) {     // the budget ran out
-      std::cerr << "fuzz_attention: the --budget ran out while the kernel was running a check of "
-                << kProperties[static_cast<int>(property)].name
-                << "; the check was stopped and is not counted (a --case-timeout below the budget "
-                   "makes such a kernel fail as hung)\n";
+      failure = "hung: the kernel was still running a check " +
+                fixed_decimals(seconds_since(check_started), 1) +
+                " s after it began, when the --budget had run out and " + fixed_decimals(grace, 1) +
+                " s more had passed (ten times the longest check that finished, at least 1 s); "
+                "a --case-timeout below the budget names a hang sooner" +
+                (loss.output_tail.empty() ? "" : "; its last output:\n" + loss.output_tail);
       return true;
     }
     failure = loss.description +

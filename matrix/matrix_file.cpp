@@ -485,11 +485,20 @@ class MatrixParser {
                                          {c.seq_len_q, &origin(CaseField::seq_len_q)},
                                          {c.heads, &origin(CaseField::heads)},
                                          {row, &padding_origin}});
-    const std::int64_t k_span = product("batch * seq_len_k * kv_heads * (head_dim + row_padding)",
-                                        {{c.batch, &origin(CaseField::batch)},
-                                         {c.seq_len_k, &origin(CaseField::seq_len_k)},
-                                         {c.kv_heads, &origin(CaseField::kv_heads)},
-                                         {row, &padding_origin}});
+    // A paged case's K and V are its page pool: batch * pages per sequence + 1 pages of page_size
+    // rows, far more than its keys when page_size is far above seq_len_k.
+    const std::int64_t k_span =
+        c.page_size > 0 ? product("pool pages * page_size * kv_heads * (head_dim + row_padding)",
+                                  {{c.batch * pages_for(c.seq_len_k, c.page_size) + 1,
+                                    &origin(CaseField::page_size)},
+                                   {c.page_size, &origin(CaseField::page_size)},
+                                   {c.kv_heads, &origin(CaseField::kv_heads)},
+                                   {row, &padding_origin}})
+                        : product("batch * seq_len_k * kv_heads * (head_dim + row_padding)",
+                                  {{c.batch, &origin(CaseField::batch)},
+                                   {c.seq_len_k, &origin(CaseField::seq_len_k)},
+                                   {c.kv_heads, &origin(CaseField::kv_heads)},
+                                   {row, &padding_origin}});
     const std::int64_t outputs = product("batch * seq_len_q * heads * head_dim",
                                          {{c.batch, &origin(CaseField::batch)},
                                           {c.seq_len_q, &origin(CaseField::seq_len_q)},
@@ -497,11 +506,14 @@ class MatrixParser {
                                           {c.head_dim, &origin(CaseField::head_dim)}});
 
     // Memory a case needs at once, in bytes: q and o span q_span elements and k and v span k_span
-    // elements, 2 bytes each; the oracle keeps a float64 output and a float64 magnitude per output
-    // element (16 bytes) and the plain reference a float32 output (4 bytes).
-    const double bytes = 2.0 * 2.0 * static_cast<double>(q_span) +
-                         2.0 * 2.0 * static_cast<double>(k_span) +
-                         (16.0 + 4.0) * static_cast<double>(outputs);
+    // elements, 2 bytes each, and the kernel is handed a copy of q, k and v (run/kernel_inputs.h);
+    // the oracle keeps a float64 output and a float64 magnitude per output element (16 bytes) and
+    // the plain reference a float32 output (4 bytes); the log-sum-exp is a float per row and head.
+    const double lse_floats =
+        c.return_lse ? static_cast<double>(outputs) / static_cast<double>(c.head_dim) : 0.0;
+    const double bytes = (2.0 * 2.0 + 2.0) * static_cast<double>(q_span) +
+                         (2.0 * 2.0 + 2.0 * 2.0) * static_cast<double>(k_span) +
+                         (16.0 + 4.0) * static_cast<double>(outputs) + 4.0 * lse_floats;
     const double available = static_cast<double>(physical_memory_bytes().value_or(0));
     if (available > 0.0 && bytes > available) {
       fail(file, in_case(c.id, case_pointer),

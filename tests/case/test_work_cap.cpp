@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <limits>
+
 #include "fuzz/case_generator.h"
 
 namespace attnfuzz {
@@ -63,6 +65,31 @@ TEST(WorkCap, EvenTheLargestShapeFits) {
   const AttentionCase fitted = fit_to_work_cap(shape(48, 64, 8, 16384, 16384, 256));
   EXPECT_LE(case_work(fitted), kCaseWorkCap);
   EXPECT_GE(fitted.seq_len_k, 1);
+}
+
+TEST(WorkCap, ALargePageOverAFewKeysIsHalvedUntilItsPoolFits) {
+  // One key in pages of 16384 rows, eight kv heads of 256: a pool of 2^26 elements a tensor,
+  // although the work is a few thousand.
+  AttentionCase attention_case;
+  attention_case.batch = 1;
+  attention_case.heads = attention_case.kv_heads = 8;
+  attention_case.seq_len_k = 1;
+  attention_case.head_dim = 256;
+  attention_case.page_size = 16384;
+  ASSERT_EQ(page_pool_elements(attention_case), std::int64_t{1} << 26);
+  const AttentionCase fitted = fit_to_work_cap(attention_case);
+  EXPECT_LE(page_pool_elements(fitted), kCaseWorkCap);
+  EXPECT_EQ(fitted.page_size, 4096);  // halved only as far as needed
+  AttentionCase expected = attention_case;
+  expected.page_size = fitted.page_size;
+  EXPECT_EQ(fitted, expected) << "only the page size gives way";
+}
+
+TEST(WorkCap, APagePoolPastInt64Saturates) {
+  AttentionCase attention_case;
+  attention_case.seq_len_k = 16;
+  attention_case.page_size = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(page_pool_elements(attention_case), std::numeric_limits<std::int64_t>::max());
 }
 
 RC_GTEST_PROP(WorkCap, EveryCaseFitsAndKeepsItsDataDtypeLayoutAndHeadDim, ()) {

@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "core/file_io.h"
@@ -118,6 +119,27 @@ TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {
     }
   }
   EXPECT_EQ(passed, 72 + 258);
+}
+
+TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginAsNoWindow) {
+  // Exactly no window: the plugin is not handed a width whose arithmetic overflows (the example
+  // computes a diagonal minus window_left), and both it and cpu_flash pass.
+  const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_V2_PLUGIN, "example_cpu_attention_v2");
+  AttentionCase attention_case;
+  attention_case.batch = 2;
+  attention_case.heads = 2;
+  attention_case.seq_len_q = 70;
+  attention_case.seq_len_k = 90;
+  attention_case.window_left = std::numeric_limits<std::int64_t>::max();
+  attention_case.window_right = std::numeric_limits<std::int64_t>::max();
+  for (const bool causal : {false, true}) {
+    attention_case.causal = causal;
+    const CaseResult result = run_on(example, attention_case);
+    EXPECT_EQ(result.status, CaseStatus::pass) << result.reason;
+    RunSettings settings;
+    settings.backend = Backend::cpu;
+    EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::pass);
+  }
 }
 
 TEST(PluginKernel, TheBuggyVersion2ExampleFailsTheWindowedCasesAndPassesTheRest) {
