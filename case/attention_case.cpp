@@ -39,12 +39,12 @@ AttentionProblem problem_shape_of(const AttentionCase& attention_case) {
 
 AttentionProblem problem_of(const AttentionCase& attention_case) {
   AttentionProblem problem = problem_shape_of(attention_case);
-  // A window at least as wide as every sequence cuts no row (the left edge of row i's window is
-  // before key 0 once window_left >= seq_len_k, the right edge past the last key once
-  // window_right >= seq_len_q): it is exactly no window, which kernels are given instead of a
-  // width whose arithmetic could overflow (a diagonal minus 2^63).
-  if (problem.window_left >= problem.seq_len_k) problem.window_left = -1;
-  if (problem.window_right >= problem.seq_len_q) problem.window_right = -1;
+  // A window at least as wide as every sequence cuts no row (row i's left edge is before key 0
+  // once window_left >= seq_len_k, its right edge past the last key once window_right >=
+  // seq_len_q): kernels are given it clamped to that width, the same mask, rather than a width
+  // whose arithmetic could overflow (a diagonal minus 2^63).
+  problem.window_left = std::min(problem.window_left, problem.seq_len_k);
+  problem.window_right = std::min(problem.window_right, problem.seq_len_q);
   return with_layout(std::move(problem), attention_case.layout, attention_case.row_padding);
 }
 

@@ -241,9 +241,12 @@ struct WindowExtent {
 };
 
 // A soft-capping value: 0 (off), or a cap c from 2^-60 to 2^60. Kernels compute c * tanh(s / c)
-// in fp32: past 2^60, s / c of a score below 2^-66 underflows (or is flushed to zero) where it
-// should be about s, and a cap beyond fp32's range (1e300, 1e-300) becomes inf or 0 and every
-// capped score NaN; within the range, both are far below any bound. docs/matrix.md says so.
+// in fp32. Above 2^60, s / c of a score below 2^-66 in magnitude underflows (or is flushed to
+// zero) where the capped score should be about s; below 2^-60, s / c overflows to infinity for a
+// score beyond 2^68. Inside the range neither happens to a score a case can have, or only to one
+// so small that its error is far below any bound; outside it, correct kernels would fail, and a
+// cap beyond fp32's range (1e300, 1e-300) would make every capped score NaN. docs/matrix.md says
+// so.
 struct SoftcapValue {
   using Value = double;
   static constexpr double kSmallest = 0x1p-60;

@@ -104,6 +104,13 @@ AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
   while (page_pool_elements(attention_case) > cap && attention_case.page_size > 1) {
     attention_case.page_size /= 2;
   }
+  // Pages of one row hold one row per key and a spare one: when even that is over the cap (work
+  // close to the cap), the keys give way too, to work of at most the cap less the spare row, which
+  // bounds the pool of one-row pages (batch x seq_len_k <= work / (kv_heads x head_dim)).
+  if (page_pool_elements(attention_case) > cap) {
+    const std::int64_t spare_row = attention_case.kv_heads * attention_case.head_dim;
+    attention_case = fit_work(std::move(attention_case), std::max(cap - spare_row, spare_row));
+  }
   return attention_case;
 }
 

@@ -139,7 +139,7 @@ int save_cases(const std::vector<AttentionCase>& cases, const std::filesystem::p
   }
   std::cout << "saved " << saved << " of " << cases.size() << " cases to " << folder.string()
             << "\n";
-  if (saved == 0) {
+  if (saved == 0 && !cases.empty()) {
     throw HarnessError("--save-cases: none of the " + std::to_string(cases.size()) +
                        " selected cases fits the binary form (each is named above with why): " +
                        "nothing was saved to " + folder.string());

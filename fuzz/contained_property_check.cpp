@@ -14,9 +14,11 @@ namespace {
 
 // What the search waits for a check once the budget is spent: a last check that happens to be
 // running then gets this long to finish, or kSlowCheckFactor times the longest check that
-// finished, whichever is longer; past that it is a hang.
+// finished, whichever is longer; before any check has finished, the budget again, at least
+// kFirstCheckGraceSeconds. Past that it is a hang.
 constexpr double kBudgetGraceSeconds = 1.0;
 constexpr double kSlowCheckFactor = 10.0;
+constexpr double kFirstCheckGraceSeconds = 10.0;
 
 // The key of a property check's request: the property's name.
 constexpr const char* kPropertyKey = "property";
@@ -31,13 +33,20 @@ ContainedPropertyCheck::ContainedPropertyCheck(WorkerPoolSettings workers, doubl
 
 std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
                                                               const AttentionCase& attention_case) {
-  // Past the budget a check may still finish if it takes no longer than ten times the longest
-  // check that finished (a slow kernel's last check); one that takes longer is a hang.
-  const double grace = std::max(kBudgetGraceSeconds, kSlowCheckFactor * longest_check_seconds_);
-  const double budget_left = budget_seconds_ - seconds_since(started_) + grace;
-  if (budget_left <= 0) return std::nullopt;  // the search is over: every further check holds
-  const bool budget_bounds = case_timeout_seconds_ <= 0 || budget_left < case_timeout_seconds_;
-  pool_.set_case_timeout(budget_bounds ? budget_left : case_timeout_seconds_);
+  // No new check starts once the budget (and a second more) is spent: the search is over, and
+  // every further check, a shrinking step's included, holds.
+  const double budget_left = budget_seconds_ - seconds_since(started_);
+  if (budget_left + kBudgetGraceSeconds <= 0) return std::nullopt;
+  // A check running when the budget ends may finish if it takes no longer than ten times the
+  // longest check that finished (a slow kernel's last check), or, before any has finished, as
+  // long as the budget again (at least 10 s: a worker's start-up counts); past that it is a hang.
+  const bool any_finished = longest_check_seconds_ > 0.0;
+  const double grace =
+      any_finished ? std::max(kBudgetGraceSeconds, kSlowCheckFactor * longest_check_seconds_)
+                   : std::max(kFirstCheckGraceSeconds, budget_seconds_);
+  const double time_left = std::max(budget_left, 0.0) + grace;
+  const bool budget_bounds = case_timeout_seconds_ <= 0 || time_left < case_timeout_seconds_;
+  pool_.set_case_timeout(budget_bounds ? time_left : case_timeout_seconds_);
 
   std::optional<std::string> failure;
   const auto request_of = [&](std::size_t) {
@@ -58,8 +67,10 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
       failure = "hung: the kernel was still running a check " +
                 fixed_decimals(seconds_since(check_started), 1) +
                 " s after it began, when the --budget had run out and " + fixed_decimals(grace, 1) +
-                " s more had passed (ten times the longest check that finished, at least 1 s); "
-                "a --case-timeout below the budget names a hang sooner" +
+                " s more had passed (" +
+                (any_finished ? "ten times the longest check that finished, at least 1 s"
+                              : "no check had finished: the budget again, at least 10 s") +
+                "); a --case-timeout below the budget names a hang sooner" +
                 (loss.output_tail.empty() ? "" : "; its last output:\n" + loss.output_tail);
       return true;
     }

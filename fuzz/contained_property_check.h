@@ -25,10 +25,11 @@ class ContainedPropertyCheck {
   ContainedPropertyCheck(WorkerPoolSettings workers, double budget_seconds);
 
   // check_property(property, attention_case) in a worker; a crash or hang is a failure naming it
-  // with the worker's last output; running out of memory is not. Once the budget is spent a check
-  // still running may finish if it takes no longer than ten times the longest check that
-  // finished (at least a second more): a slow kernel's last check. Past that it fails as hung,
-  // so that a kernel that hangs is never passed for want of a --case-timeout below the budget.
+  // with the worker's last output; running out of memory is not. No check starts after the budget
+  // (and a second more). One still running then may finish if it takes no longer than ten times
+  // the longest check that finished (at least a second more), or, when none has finished, the
+  // budget again (at least 10 s): a slow kernel's last check. Past that it fails as hung, so that
+  // a kernel that hangs is never passed for want of a --case-timeout below the budget.
   std::optional<std::string> operator()(Property property, const AttentionCase& attention_case);
 
   // The request a worker answers with the property's verdict, {"failure": null or "why"}: it

@@ -86,7 +86,8 @@ KernelCall run_kernel(const AttentionKernel& kernel, const AttentionProblem& pro
   if (kernel.site() == ExecutionSite::cuda_device) {
     return run_kernel_on_device(kernel, problem, inputs, plant, output);
   }
-  const KernelInputs handed = KernelInputs::copy_of(problem, inputs);
+  // Not const: a kernel may write through the pointers it is handed, which is what is checked.
+  KernelInputs handed = KernelInputs::copy_of(problem, inputs);
   try {
     kernel.forward(problem, handed.bind(output.data(), output.lse()), plant);
   } catch (const std::bad_alloc&) {

@@ -12,6 +12,7 @@
 #include "perf/machine_state.h"
 #include "run/device_staging.h"
 #include "run/guarded_output.h"
+#include "run/kernel_inputs.h"
 
 #if ATTNFUZZ_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -73,9 +74,10 @@ KernelPerformance time_on_host(const AttentionKernel& kernel, const AttentionPro
   KernelPerformance performance;
   performance.clock = "steady_clock";
   GuardedOutput output(problem);
-  AttentionTensors tensors = with_index_arrays(
-      {inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data()}, problem);
-  tensors.lse = output.lse();
+  // Copies, as every call is handed (run/kernel_inputs.h): the originals stay the harness's
+  // (not const: a kernel may write through the pointers it is handed).
+  KernelInputs handed = KernelInputs::copy_of(problem, inputs);
+  const AttentionTensors tensors = handed.bind(output.data(), output.lse());
   // The calls run on a thread of their own: its stack is freshly mapped, page-aligned, so where
   // the kernel's stack variables fall does not depend on how long this process's command line and
   // environment are (the main thread's stack starts below them). Measured: cpu_flash ran 10%

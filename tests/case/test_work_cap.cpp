@@ -85,6 +85,23 @@ TEST(WorkCap, ALargePageOverAFewKeysIsHalvedUntilItsPoolFits) {
   EXPECT_EQ(fitted, expected) << "only the page size gives way";
 }
 
+TEST(WorkCap, APoolOfOneRowPagesStillOverTheCapHasItsKeysGiveWay) {
+  // Work of exactly 2^24: pages of one row would hold 2^24 key rows and the spare one.
+  AttentionCase attention_case;
+  attention_case.batch = 4;
+  attention_case.heads = attention_case.kv_heads = 1;
+  attention_case.seq_len_q = 1;
+  attention_case.seq_len_k = 16384;
+  attention_case.head_dim = 256;
+  attention_case.page_size = 16;
+  ASSERT_EQ(case_work(attention_case), kCaseWorkCap);
+  const AttentionCase fitted = fit_to_work_cap(attention_case);
+  EXPECT_LE(page_pool_elements(fitted), kCaseWorkCap);
+  EXPECT_LE(case_work(fitted), kCaseWorkCap);
+  EXPECT_EQ(fitted.page_size, 1);
+  EXPECT_EQ(fitted.head_dim, 256);
+}
+
 TEST(WorkCap, APagePoolPastInt64Saturates) {
   AttentionCase attention_case;
   attention_case.seq_len_k = 16;

@@ -121,8 +121,8 @@ TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {
   EXPECT_EQ(passed, 72 + 258);
 }
 
-TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginAsNoWindow) {
-  // Exactly no window: the plugin is not handed a width whose arithmetic overflows (the example
+TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginClampedToTheSequences) {
+  // The same mask: the plugin is not handed a width whose arithmetic overflows (the example
   // computes a diagonal minus window_left), and both it and cpu_flash pass.
   const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_V2_PLUGIN, "example_cpu_attention_v2");
   AttentionCase attention_case;
@@ -132,6 +132,9 @@ TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginAsNoWindow) {
   attention_case.seq_len_k = 90;
   attention_case.window_left = std::numeric_limits<std::int64_t>::max();
   attention_case.window_right = std::numeric_limits<std::int64_t>::max();
+  const AttentionProblem problem = problem_of(attention_case);
+  EXPECT_EQ(problem.window_left, 90);
+  EXPECT_EQ(problem.window_right, 70);
   for (const bool causal : {false, true}) {
     attention_case.causal = causal;
     const CaseResult result = run_on(example, attention_case);
