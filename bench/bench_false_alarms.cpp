@@ -115,7 +115,7 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
   for (const PropertyInfo& info : kProperties) {
     if (info.property == Property::matches_oracle) continue;
     ++tally.property_checks;
-    if (const auto failure = check_property(info.property, attention_case, settings)) {
+    if (const auto failure = check_property(info.property, attention_case, settings).failure) {
       ++tally.false_alarms;
       report_false_alarm(info.name, attention_case, *failure);
     }

@@ -44,25 +44,27 @@ int replay_properties(const HarnessOptions& options, const RunSettings& settings
     for (const PropertyInfo& info : kProperties) selected.push_back(info.property);
   }
   const RunPlan plan = replay_plan(options.replay);
-  int failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
   for (const AttentionCase& attention_case : select_cases(plan.matrix, options.case_ids)) {
     for (Property property : selected) {
-      const std::optional<std::string> failure =
-          checker ? checker(property, attention_case)
-                  : check_property(property, attention_case, settings);
-      std::cout << (failure ? "FAIL " : "PASS ") << kProperties[static_cast<int>(property)].name
-                << " " << attention_case.id << " " << case_keys_to_json(attention_case).dump()
-                << "\n";
-      if (failure) {
-        std::cout << "    reason: " << printable_text(*failure, KeptControls::tab_and_newline)
+      const PropertyCheck check = checker ? checker(property, attention_case)
+                                          : check_property(property, attention_case, settings);
+      // Not judged: the kernel could not run the case here, or the property does not apply.
+      std::cout << (check.failure  ? "FAIL "
+                    : check.judged ? "PASS "
+                                   : "SKIP ")
+                << kProperties[static_cast<int>(property)].name << " " << attention_case.id << " "
+                << case_keys_to_json(attention_case).dump() << "\n";
+      if (check.failure) {
+        std::cout << "    reason: " << printable_text(*check.failure, KeptControls::tab_and_newline)
                   << "\n";
       }
-      failed += failure ? 1 : 0;
+      (check.failure ? failed : check.judged ? passed : skipped) += 1;
     }
   }
-  std::cout << (selected.size() * plan.matrix.cases.size() - failed) << " passed, " << failed
-            << " failed, 0 skipped\n";
-  return failed ? kExitFail : kExitPass;
+  std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  if (failed > 0) return kExitFail;
+  return passed > 0 ? kExitPass : kExitSkip;
 }
 
 int search_properties(const HarnessOptions& options, const RunSettings& settings,
@@ -88,15 +90,18 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
   std::cout << "\n";
   for (const PropertyOutcome& outcome : outcomes) {
     const bool broken = outcome.minimal_case.has_value();
-    // A property no case of which was checked (the search stopped at another's failure, or the
-    // budget ran out first) has not been shown to hold: skipped, not passed.
-    const bool never_checked = !broken && outcome.tests == 0;
+    // A property no case of which was judged (the search stopped at another's failure, or the
+    // budget ran out first, or none of its cases could run here or was one it applies to) has
+    // not been shown to hold: skipped, not passed.
+    const bool never_checked = !broken && outcome.judged == 0;
     const char* verdict = broken ? "FAIL" : never_checked ? "SKIP" : "PASS";
-    const char* note = broken ? "  (minimal case saved)"
-                       : never_checked
-                           ? (options.fail_fast ? "  (not run: --fail-fast stopped first)"
-                                                : "  (not run: the --budget ran out first)")
-                           : "";
+    const char* note =
+        broken           ? "  (minimal case saved)"
+        : !never_checked ? ""
+        : outcome.tests > 0
+            ? "  (not judged: no case of it could run here, or was one it applies to)"
+        : options.fail_fast ? "  (not run: --fail-fast stopped first)"
+                            : "  (not run: the --budget ran out first)";
     std::printf("%s %-28s %6d cases %8.2f s%s\n", verdict,
                 std::string(kProperties[static_cast<int>(outcome.property)].name).c_str(),
                 outcome.tests, outcome.seconds, note);

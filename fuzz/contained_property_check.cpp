@@ -31,12 +31,12 @@ ContainedPropertyCheck::ContainedPropertyCheck(WorkerPoolSettings workers, doubl
       started_(std::chrono::steady_clock::now()),
       pool_(std::move(workers)) {}
 
-std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
-                                                              const AttentionCase& attention_case) {
+PropertyCheck ContainedPropertyCheck::operator()(Property property,
+                                                 const AttentionCase& attention_case) {
   // No new check starts once the budget (and a second more) is spent: the search is over, and
-  // every further check, a shrinking step's included, holds.
+  // every further check, a shrinking step's included, judges nothing.
   const double budget_left = budget_seconds_ - seconds_since(started_);
-  if (budget_left + kBudgetGraceSeconds <= 0) return std::nullopt;
+  if (budget_left + kBudgetGraceSeconds <= 0) return PropertyCheck::not_judged();
   // A check running when the budget ends may finish if it takes no longer than ten times the
   // longest check that finished (a slow kernel's last check), or, before any has finished, as
   // long as the budget again (at least 10 s: a worker's start-up counts); past that it is a hang.
@@ -49,6 +49,7 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
   pool_.set_case_timeout(budget_bounds ? time_left : case_timeout_seconds_);
 
   std::optional<std::string> failure;
+  bool judged = false;
   const auto request_of = [&](std::size_t) {
     return nlohmann::json{{"id", "property"},
                           {"case", case_keys_to_json(attention_case)},
@@ -59,11 +60,13 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
     longest_check_seconds_ = std::max(longest_check_seconds_, seconds_since(check_started));
     const nlohmann::json& verdict = record.at("failure");
     if (!verdict.is_null()) failure = verdict.get<std::string>();
+    judged = record.at("judged").get<bool>() || failure.has_value();
     return true;
   };
   const auto on_loss = [&](std::size_t, const WorkerLoss& loss) {
-    if (loss.kind == WorkerLossKind::out_of_memory) return true;  // as a matrix run's skip
-    if (loss.kind == WorkerLossKind::hung && budget_bounds) {     // the budget ran out
+    judged = loss.kind != WorkerLossKind::out_of_memory;  // as a matrix run's skip
+    if (!judged) return true;
+    if (loss.kind == WorkerLossKind::hung && budget_bounds) {  // the budget ran out
       failure = "hung: the kernel was still running a check " +
                 fixed_decimals(seconds_since(check_started), 1) +
                 " s after it began, when the --budget had run out and " + fixed_decimals(grace, 1) +
@@ -79,7 +82,7 @@ std::optional<std::string> ContainedPropertyCheck::operator()(Property property,
     return true;
   };
   pool_.run({0}, request_of, on_record, on_loss);
-  return failure;
+  return judged ? PropertyCheck(failure) : PropertyCheck::not_judged();
 }
 
 WorkerRequestKind ContainedPropertyCheck::request_kind(const RunSettings& settings) {
@@ -89,9 +92,10 @@ WorkerRequestKind ContainedPropertyCheck::request_kind(const RunSettings& settin
             const std::optional<Property> property =
                 parse_property(request.at(kPropertyKey).get_ref<const std::string&>());
             if (!property) throw std::invalid_argument("unknown property in a request");
-            const std::optional<std::string> failure =
-                check_property(*property, attention_case, settings);
-            return {{"failure", failure ? nlohmann::json(*failure) : nlohmann::json(nullptr)}};
+            const PropertyCheck check = check_property(*property, attention_case, settings);
+            return {{"judged", check.judged},
+                    {"failure",
+                     check.failure ? nlohmann::json(*check.failure) : nlohmann::json(nullptr)}};
           }};
 }
 

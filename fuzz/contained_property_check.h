@@ -25,14 +25,16 @@ class ContainedPropertyCheck {
   ContainedPropertyCheck(WorkerPoolSettings workers, double budget_seconds);
 
   // check_property(property, attention_case) in a worker; a crash or hang is a failure naming it
-  // with the worker's last output; running out of memory is not. No check starts after the budget
-  // (and a second more). One still running then may finish if it takes no longer than ten times
-  // the longest check that finished (at least a second more), or, when none has finished, the
-  // budget again (at least 10 s): a slow kernel's last check. Past that it fails as hung, so that
-  // a kernel that hangs is never passed for want of a --case-timeout below the budget.
-  std::optional<std::string> operator()(Property property, const AttentionCase& attention_case);
+  // with the worker's last output; running out of memory is not (the case is not judged). No check
+  // starts after the budget (and a second more). One still running then may finish if it takes no
+  // longer than ten times the longest check that finished (at least a second more), or, when none
+  // has finished, the budget again (at least 10 s): a slow kernel's last check. Past that it fails
+  // as hung, so that a kernel that hangs is never passed for want of a --case-timeout below the
+  // budget.
+  PropertyCheck operator()(Property property, const AttentionCase& attention_case);
 
-  // The request a worker answers with the property's verdict, {"failure": null or "why"}: it
+  // The request a worker answers with the property's verdict, {"judged": true or false,
+  // "failure": null or "why"}: it
   // carries "property", the property's name. A worker serves it among its own (run/case_worker.h).
   static WorkerRequestKind request_kind(const RunSettings& settings);
 

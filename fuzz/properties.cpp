@@ -135,9 +135,9 @@ struct Subject {
   KernelOutput run() const { return run(inputs); }
 };
 
-std::optional<std::string> check_permutation(const Subject& subject) {
+PropertyCheck check_permutation(const Subject& subject) {
   const AttentionProblem& problem = subject.problem;
-  if (problem.causal) return std::nullopt;
+  if (problem.causal) return PropertyCheck::not_judged();
   AttentionInputs permuted = subject.inputs;  // key j takes the place of key seq_len_k - 1 - j
   const std::int64_t dim = problem.head_dim;
   for_each_key_row(problem, [&](std::int64_t b, std::int64_t kv, std::int64_t j, std::int64_t k_at,
@@ -156,7 +156,7 @@ std::optional<std::string> check_permutation(const Subject& subject) {
                          within_bounds(bound, bound));
 }
 
-std::optional<std::string> check_key_shift(const Subject& subject, std::uint64_t seed) {
+PropertyCheck check_key_shift(const Subject& subject, std::uint64_t seed) {
   // Every key of a head gets the same vector c added: every score of a row moves by the same
   // scale * q . c, which the softmax cancels. That holds only where K + c is exact in the dtype
   // (small integers plus a shift in [-2, 2] are, which is what this property's cases hold): a
@@ -195,8 +195,7 @@ std::optional<std::string> check_key_shift(const Subject& subject, std::uint64_t
                          within_bounds(first, second));
 }
 
-std::optional<std::string> check_independence(const Subject& subject,
-                                              const AttentionCase& attention_case) {
+PropertyCheck check_independence(const Subject& subject, const AttentionCase& attention_case) {
   // Change Q of (batch 0, head 0) and K, V of the last (batch, kv head): every other output must
   // stay bitwise the same.
   const AttentionProblem& problem = subject.problem;
@@ -225,8 +224,8 @@ std::optional<std::string> check_independence(const Subject& subject,
                          "after changing only another batch's or head's data", untouched, nullptr);
 }
 
-std::optional<std::string> check_gqa(const Subject& subject, const AttentionCase& attention_case) {
-  if (attention_case.kv_heads == attention_case.heads) return std::nullopt;
+PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_case) {
+  if (attention_case.kv_heads == attention_case.heads) return PropertyCheck::not_judged();
   AttentionCase mha_case = attention_case;
   mha_case.kv_heads = attention_case.heads;
   const AttentionProblem mha = problem_of(mha_case);
@@ -254,10 +253,9 @@ std::optional<std::string> check_gqa(const Subject& subject, const AttentionCase
                          nullptr);
 }
 
-std::optional<std::string> check_causal_future(const Subject& subject,
-                                               const AttentionCase& attention_case) {
+PropertyCheck check_causal_future(const Subject& subject, const AttentionCase& attention_case) {
   const AttentionProblem& problem = subject.problem;
-  if (!problem.causal || problem.seq_len_k < 2) return std::nullopt;
+  if (!problem.causal || problem.seq_len_k < 2) return PropertyCheck::not_judged();
   // Keys from `first_changed` on get other values; rows that cannot see them must not move.
   const std::int64_t first_changed =
       1 + static_cast<std::int64_t>(splitmix64_finalise(attention_case.seed) %
@@ -280,7 +278,7 @@ std::optional<std::string> check_causal_future(const Subject& subject,
                          blind, nullptr);
 }
 
-std::optional<std::string> check_value_scaling(const Subject& subject) {
+PropertyCheck check_value_scaling(const Subject& subject) {
   // V doubled is exact for data without outliers; P is unchanged, every product and sum doubles
   // exactly, and rounding commutes with doubling for outputs in the normal range.
   const AttentionProblem& problem = subject.problem;
@@ -295,7 +293,7 @@ std::optional<std::string> check_value_scaling(const Subject& subject) {
   const KernelOutput first = subject.run();
   KernelOutput second = subject.run(doubled);
   if (!first.error.empty() || !second.error.empty()) {
-    return first.error.empty() ? second.error : first.error;
+    return PropertyCheck(first.error.empty() ? second.error : first.error);
   }
   // Halve the second output, except where halving or the doubled run left the normal range.
   const double smallest_normal =
@@ -312,12 +310,12 @@ std::optional<std::string> check_value_scaling(const Subject& subject) {
   return compare_outputs(problem, first, second, "halved, after doubling V", nullptr, nullptr);
 }
 
-std::optional<std::string> check_determinism(const Subject& subject) {
+PropertyCheck check_determinism(const Subject& subject) {
   return compare_outputs(subject.problem, subject.run(), subject.run(), "on a second run", nullptr,
                          nullptr);
 }
 
-std::optional<std::string> check_padding(const Subject& subject) {
+PropertyCheck check_padding(const Subject& subject) {
   // The generated inputs hold NaN in row padding and in a tail past each tensor's end; the same
   // inputs with zeros there must give the same output.
   const AttentionProblem& problem = subject.problem;
@@ -404,16 +402,17 @@ std::optional<Property> parse_property(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<std::string> check_property(Property property, const AttentionCase& attention_case,
-                                          const RunSettings& settings) {
+PropertyCheck check_property(Property property, const AttentionCase& attention_case,
+                             const RunSettings& settings) {
   const CaseRunner runner(settings);
   if (property == Property::matches_oracle) {
     const CaseResult result = runner.run(attention_case);
-    if (result.status == CaseStatus::fail) return result.reason;
-    return std::nullopt;
+    if (result.status == CaseStatus::skip) return PropertyCheck::not_judged();
+    if (result.status == CaseStatus::fail) return PropertyCheck(result.reason);
+    return PropertyCheck(std::nullopt);
   }
   const KernelChoice choice = runner.choose_kernel(attention_case);
-  if (choice.kernel == nullptr) return std::nullopt;  // cannot run here: nothing to check
+  if (choice.kernel == nullptr) return PropertyCheck::not_judged();  // cannot run here
   Subject subject;
   subject.kernel = choice.kernel;
   subject.problem = problem_of(attention_case);
@@ -423,7 +422,7 @@ std::optional<std::string> check_property(Property property, const AttentionCase
   subject.numerics = settings.numerics;
   // The metamorphic relations are written for dense tensors without a window or a bias: a case
   // with a variant is checked against the oracle (matches_oracle) alone.
-  if (features_of(subject.problem) != 0) return std::nullopt;
+  if (features_of(subject.problem) != 0) return PropertyCheck::not_judged();
   switch (property) {
     case Property::key_value_permutation:
       return check_permutation(subject);
@@ -444,7 +443,7 @@ std::optional<std::string> check_property(Property property, const AttentionCase
     case Property::matches_oracle:
       break;
   }
-  return std::nullopt;
+  return PropertyCheck(std::nullopt);
 }
 
 std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, std::ostream& log) {
@@ -471,6 +470,7 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
       std::optional<AttentionCase> last_failing;
       std::string last_message;
       int tests = 0;
+      int judged = 0;
       rc::detail::TestParams params;
       // SplitMix64's output at state seed + property advanced `round` steps.
       params.seed = splitmix64_finalise(settings.seed + round * kSplitMix64Gamma +
@@ -481,17 +481,19 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
           [&] {
             const AttentionCase attention_case = *generator_for(outcome.property);
             ++tests;
-            const std::optional<std::string> failure =
+            const PropertyCheck check =
                 settings.checker ? settings.checker(outcome.property, attention_case)
                                  : check_property(outcome.property, attention_case, settings.run);
-            if (failure) {
+            judged += check.judged ? 1 : 0;
+            if (check.failure) {
               last_failing = attention_case;  // shrinking keeps the last failing case it tried
-              last_message = *failure;
-              RC_FAIL(*failure);
+              last_message = *check.failure;
+              RC_FAIL(*check.failure);
             }
           },
           rc::detail::TestMetadata{}, params);
       outcome.tests += tests;
+      outcome.judged += judged;
       outcome.seconds += seconds_since(round_started);
       if (!result.template is<rc::detail::FailureResult>() || !last_failing) continue;
 

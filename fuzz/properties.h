@@ -50,15 +50,31 @@ inline constexpr PropertyInfo kProperties[] = {
 
 std::optional<Property> parse_property(std::string_view name);
 
-// Checks one property on one case: nullopt when it holds, otherwise what went wrong. Cases a
-// property does not apply to (a causal case for the permutation property) hold trivially.
-std::optional<std::string> check_property(Property property, const AttentionCase& attention_case,
-                                          const RunSettings& settings);
+// What checking a property on one case found: held, failed (with what went wrong), or not judged,
+// when the case could not show the property either way: the kernel cannot run it here (no GPU,
+// an unsupported shape, out of memory), or the property does not apply to it (a causal case for
+// the permutation property, a case with a variant for the metamorphic ones). A property of which
+// no case was judged has not been shown to hold.
+struct PropertyCheck {
+  bool judged = false;
+  std::optional<std::string> failure;  // judged and failed: why
+
+  // A judged check: held when `why` is empty.
+  PropertyCheck(std::optional<std::string> why) : judged(true), failure(std::move(why)) {}
+  static PropertyCheck not_judged() { return PropertyCheck(); }
+  bool held() const { return judged && !failure; }
+
+ private:
+  PropertyCheck() = default;
+};
+
+PropertyCheck check_property(Property property, const AttentionCase& attention_case,
+                             const RunSettings& settings);
 
 // How the search checks a property on a case: check_property in this process, or a contained
 // call (fuzz/contained_property_check.h). Returns what check_property returns.
-using PropertyChecker = std::function<std::optional<std::string>(
-    Property property, const AttentionCase& attention_case)>;
+using PropertyChecker =
+    std::function<PropertyCheck(Property property, const AttentionCase& attention_case)>;
 
 struct PropertySettings {
   RunSettings run;
@@ -73,7 +89,8 @@ struct PropertySettings {
 
 struct PropertyOutcome {
   Property property;
-  int tests = 0;  // cases checked
+  int tests = 0;   // cases checked
+  int judged = 0;  // of those, the ones that could show the property either way
   double seconds = 0.0;
   double seconds_to_failure = 0.0;  // from the start of the search; meaningful when failed
   std::optional<AttentionCase> minimal_case;  // the shrunk counterexample

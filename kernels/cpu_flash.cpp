@@ -21,14 +21,20 @@
 // separate CTAs and combine kernel do.
 //
 // Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
-// every bug of the algorithm (the GPU-only ones have no CPU counterpart). Each changes a line or
-// two of the algorithm, the way the real bug would, through the rules it shares with the CUDA
-// kernel (flash_plant_rules.h).
+// every bug of the algorithm, of the calling contract and of speed (the GPU-only ones have no CPU
+// counterpart), and the host kernels' bugs of memory and time. Each changes a line or two of the
+// algorithm, the way the real bug would, through the rules it shares with the CUDA kernel
+// (flash_plant_rules.h).
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/dtype_bulk.h"
@@ -54,8 +60,9 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 constexpr PlantedBug kCpuFlashPlants[] = {
 #define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
-    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
-    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)   //
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)     //
+    ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
@@ -520,6 +527,9 @@ class CpuFlashKernel final : public AttentionKernel {
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug plant) const override {
+    if (hangs_on(problem, plant)) {
+      for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     static std::atomic<std::uint64_t> calls{0};
     const bool flaky = flips_last_element(calls.fetch_add(1), plant) && problem.query_rows() > 0;
     const FlashTileConfig& tiles = *find_tile_config(problem.head_dim);
@@ -545,6 +555,20 @@ class CpuFlashKernel final : public AttentionKernel {
       for (std::int64_t index = 0; index < q_span(problem); ++index) {
         query[index] = float_to_dtype(2.0f * call.widen[query[index]], problem.dtype);
       }
+    }
+    if (writes_output_far_past_end(plant) && problem.query_rows() > 0) {
+      tensors.o[o_span(problem) - 1 + kFarPastEndElements] = tensors.o[0];
+    }
+    if (writes_lse_far_past_end(plant) && tensors.lse != nullptr && problem.query_rows() > 0) {
+      tensors.lse[lse_span(problem) - 1 + kFarPastEndElements] = 0.0f;
+    }
+    if (leaks_workspace(plant)) {
+      // Kept where nothing frees it (and reachable, so no optimiser drops the allocation).
+      static std::mutex leaked_mutex;
+      static std::vector<std::unique_ptr<unsigned char[]>> leaked;
+      const std::lock_guard lock(leaked_mutex);
+      leaked.emplace_back(new unsigned char[kLeakedWorkspaceBytes]);
+      std::memset(leaked.back().get(), 1, kLeakedWorkspaceBytes);
     }
   }
 };

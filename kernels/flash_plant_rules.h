@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/attention_problem.h"
@@ -239,6 +240,36 @@ ATTNFUZZ_HOST_DEVICE inline float stored_merged_log_sum_exp(float merged, Plante
 // buffer (query_scaled_in_place).
 ATTNFUZZ_HOST_DEVICE inline bool scales_query_in_place(PlantedBug plant) {
   return plant == PlantedBug::query_scaled_in_place;
+}
+
+// ---- memory and time (host kernels) ----
+
+// How far past the last element of the output, or of the log-sum-exp, the store of
+// output_written_far_past_end (lse_written_far_past_end) lands: past any guard margin.
+inline constexpr std::int64_t kFarPastEndElements = 4096;
+
+inline bool writes_output_far_past_end(PlantedBug plant) {
+  return plant == PlantedBug::output_written_far_past_end;
+}
+inline bool writes_lse_far_past_end(PlantedBug plant) {
+  return plant == PlantedBug::lse_written_far_past_end;
+}
+
+// The workspace workspace_leaked_per_call allocates, fills and keeps on every call.
+inline constexpr std::size_t kLeakedWorkspaceBytes = std::size_t{64} << 20;
+inline bool leaks_workspace(PlantedBug plant) {
+  return plant == PlantedBug::workspace_leaked_per_call;
+}
+
+// Whether hangs_on_row_without_keys never returns on this problem: some query row sees no key.
+inline bool hangs_on(const AttentionProblem& problem, PlantedBug plant) {
+  if (plant != PlantedBug::hangs_on_row_without_keys) return false;
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
+      if (problem.visible_keys_of(b, i).empty()) return true;
+    }
+  }
+  return false;
 }
 
 // ---- the online softmax ----

@@ -80,6 +80,28 @@ namespace attnfuzz {
   X(query_scaled_in_place, "once the output is written, doubles every element of Q in place", \
     "an in-place scaling or RoPE applied to the caller's Q, or Q used as a workspace")
 
+// Bugs of a host kernel's memory and time: it writes where nothing of the case lies, keeps what it
+// allocates, or never returns. Its outputs may be right; what catches these is the containment of
+// a run: the fences past every buffer's guard margin (core/fenced_buffer.h), the watch on a
+// worker's memory from case to case (--memory-limit) and the watchdog (--case-timeout); under
+// libFuzzer, its crash handler, -rss_limit_mb and -timeout. A run without workers would die of
+// them, so only contained runs plant them.
+#define ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)                                                       \
+  X(output_written_far_past_end,                                                                   \
+    "once the output is written, stores one element 4096 past the output's last element",          \
+    "an output pointer advanced by the wrong stride for the last head or batch: a store far "      \
+    "outside the tensor, into whatever the allocator put there")                                   \
+  X(lse_written_far_past_end,                                                                      \
+    "once the log-sum-exp is written, stores one value 4096 past its last row",                    \
+    "the log-sum-exp indexed [head][batch] where [batch][head] was meant, on a buffer sized for "  \
+    "one")                                                                                         \
+  X(workspace_leaked_per_call,                                                                     \
+    "allocates a 64 MiB workspace on every call, fills it, never frees",                           \
+    "a per-call scratch buffer malloc'd without its free, or a cache that grows with every call")  \
+  X(hangs_on_row_without_keys, "never returns when a query row sees no key",                       \
+    "a loop that waits for the row's first visible key tile, which a mask hiding every key never " \
+    "brings")
+
 // Races: whether they change a single output value depends on how the warps happen to be
 // scheduled (on an H100 the missing barrier below changed none in the edge matrix), so
 // comparing outputs is no detector for them. compute-sanitizer racecheck is: it sees the
@@ -102,9 +124,10 @@ namespace attnfuzz {
     "the max-finding pre-pass of a three-pass softmax left in after the online softmax made it "   \
     "unneeded")
 
-#define ATTNFUZZ_PLANTED_BUGS(X)     \
-  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X) \
-  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)  \
+#define ATTNFUZZ_PLANTED_BUGS(X)       \
+  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)   \
+  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)    \
+  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X) \
   ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)
 
 enum class PlantedBug {
@@ -114,9 +137,10 @@ enum class PlantedBug {
 #undef ATTNFUZZ_PLANT_ENUM
 };
 
-// What proves that a plant is caught: the harness's comparison of outputs, (for a race)
-// compute-sanitizer racecheck, or (for a slowdown) the performance gate's timing.
-enum class PlantDetector { comparison, racecheck, timing };
+// What proves that a plant is caught: the harness's comparison of outputs, (for a bug of memory or
+// time) the containment of a run, (for a race) compute-sanitizer racecheck, or (for a slowdown)
+// the performance gate's timing.
+enum class PlantDetector { comparison, containment, racecheck, timing };
 
 struct PlantedBugInfo {
   PlantedBug bug;
@@ -129,16 +153,20 @@ struct PlantedBugInfo {
 inline constexpr PlantedBugInfo kPlantedBugs[] = {
 #define ATTNFUZZ_PLANT_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::comparison},
+#define ATTNFUZZ_CONTAINMENT_ROW(id, effect, origin) \
+  {PlantedBug::id, #id, effect, origin, PlantDetector::containment},
 #define ATTNFUZZ_RACE_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::racecheck},
 #define ATTNFUZZ_TIMING_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::timing},
-    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)  //
-    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)   //
-    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)        //
-    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)        //
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)          //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)           //
+    ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CONTAINMENT_ROW)  //
+    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)                //
+    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)                //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)
 #undef ATTNFUZZ_PLANT_ROW
+#undef ATTNFUZZ_CONTAINMENT_ROW
 #undef ATTNFUZZ_RACE_ROW
 #undef ATTNFUZZ_TIMING_ROW
 };

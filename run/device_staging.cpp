@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "run/device_staging.h"
 
+#include <span>
 #include <stdexcept>
 
 #include "kernels/cuda_device_probe.h"
@@ -15,7 +16,7 @@ namespace attnfuzz {
 namespace {
 
 // A device copy of `host` with `extra` elements of room after it (left as they are).
-DeviceArray<std::uint16_t> copy_to_device(const std::vector<std::uint16_t>& host,
+DeviceArray<std::uint16_t> copy_to_device(std::span<const std::uint16_t> host,
                                           std::size_t extra = 0) {
   DeviceArray<std::uint16_t> array(host.size() + extra);
   array.copy_from_host(host.data(), host.size());
@@ -92,7 +93,7 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
     // Past the checked margin, one more tile of rows that nobody checks: a kernel that overshoots
     // the margin still writes memory the harness owns, and the margin has told the story already.
     const std::size_t slack = static_cast<std::size_t>(64 * problem.o_strides.seq);
-    std::vector<std::uint16_t>& host_output = output.buffer();
+    FencedBuffer<std::uint16_t>& host_output = output.buffer();
     const DeviceArray<std::uint16_t> o = copy_to_device(host_output, slack);
     const std::vector<std::uint16_t> poison(slack, traits_of(problem.dtype).poison_bits);
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(o.get() + host_output.size(), poison.data(),
@@ -122,9 +123,9 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
       }
       // The inputs as the kernel left them on the device, against the host's originals.
       KernelInputs handed = KernelInputs::copy_of(problem, inputs);
-      q.copy_to_host(handed.tensors.q.data(), handed.tensors.q.size());
-      k.copy_to_host(handed.tensors.k.data(), handed.tensors.k.size());
-      v.copy_to_host(handed.tensors.v.data(), handed.tensors.v.size());
+      q.copy_to_host(handed.q.data(), handed.q.size());
+      k.copy_to_host(handed.k.data(), handed.k.size());
+      v.copy_to_host(handed.v.data(), handed.v.size());
       index_arrays.copy_to_host(handed);
       changed_input = find_changed_input(problem, inputs, handed);
     }

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <sstream>
+#include <string_view>
 
 namespace attnfuzz {
 
@@ -13,11 +14,29 @@ GuardedOutput::GuardedOutput(const AttentionProblem& problem)
                       (problem.varlen_q ? problem.seq_len_q * problem.o_strides.seq : 0)),
       buffer_(static_cast<std::size_t>(kGuardElements + span_ + trailing_guard_),
               traits_of(problem.dtype).poison_bits) {
+  buffer_.label("the output O", kGuardElements, kGuardElements + span_);
   if (problem.return_lse) {
-    lse_buffer_.assign(static_cast<std::size_t>(lse_span(problem) + 2 * kGuardElements),
-                       std::bit_cast<float>(kFloat32PoisonBits));
+    const std::int64_t lse_elements = lse_span(problem);
+    lse_buffer_ = FencedBuffer<float>(static_cast<std::size_t>(lse_elements + 2 * kGuardElements),
+                                      std::bit_cast<float>(kFloat32PoisonBits));
+    lse_buffer_.label("the log-sum-exp output", kGuardElements, kGuardElements + lse_elements);
   }
 }
+
+namespace {
+
+// A write past the margins that stopped short of the fence: nothing faulted, but the filler
+// between the buffer and its fence changed.
+std::optional<std::string> slack_write(std::string_view name, std::optional<std::ptrdiff_t> byte) {
+  if (!byte) return std::nullopt;
+  return *byte >= 0 ? "write past the end of " + std::string(name) +
+                          ", beyond its guard margin: " + "byte " + std::to_string(*byte) +
+                          " after the buffer was overwritten"
+                    : "write before " + std::string(name) + ", beyond its guard margin: byte " +
+                          std::to_string(-*byte) + " before the buffer was overwritten";
+}
+
+}  // namespace
 
 std::optional<std::string> GuardedOutput::find_stray_write() const {
   const std::uint16_t poison = traits_of(problem_.dtype).poison_bits;
@@ -56,6 +75,10 @@ std::optional<std::string> GuardedOutput::find_stray_write() const {
         return message.str();
       }
     }
+  }
+  if (auto slack = slack_write("the output", buffer_.first_changed_slack_byte())) return slack;
+  if (auto slack = slack_write("the log-sum-exp output", lse_buffer_.first_changed_slack_byte())) {
+    return slack;
   }
   // Row padding: positions inside the span that belong to no element.
   std::vector<bool> is_element(static_cast<std::size_t>(span_), false);

@@ -66,15 +66,30 @@ std::string array_change(std::string_view name, std::size_t index, Element befor
 }  // namespace
 
 KernelInputs KernelInputs::copy_of(const AttentionProblem& problem, const AttentionInputs& inputs) {
-  return {inputs, problem.cu_seqlens_q, problem.cu_seqlens_k, problem.block_table,
-          problem.alibi_slopes};
+  KernelInputs copies;
+  const auto copy = [](auto& copy, const auto& original, std::string_view name, std::size_t span) {
+    copy = std::remove_reference_t<decltype(copy)>(std::span(original));
+    copy.label(name, 0, span);
+  };
+  copy(copies.q, inputs.q, "the input Q", static_cast<std::size_t>(q_span(problem)));
+  copy(copies.k, inputs.k, "the input K", static_cast<std::size_t>(kv_span(problem)));
+  copy(copies.v, inputs.v, "the input V", static_cast<std::size_t>(kv_span(problem)));
+  copy(copies.cu_seqlens_q, problem.cu_seqlens_q, "the input cu_seqlens_q",
+       problem.cu_seqlens_q.size());
+  copy(copies.cu_seqlens_k, problem.cu_seqlens_k, "the input cu_seqlens_k",
+       problem.cu_seqlens_k.size());
+  copy(copies.block_table, problem.block_table, "the input block_table",
+       problem.block_table.size());
+  copy(copies.alibi_slopes, problem.alibi_slopes, "the input alibi_slopes",
+       problem.alibi_slopes.size());
+  return copies;
 }
 
 AttentionTensors KernelInputs::bind(std::uint16_t* output, float* lse) const {
   const auto data_or_null = [](const auto& array) {
     return array.empty() ? nullptr : array.data();
   };
-  AttentionTensors bound{tensors.q.data(), tensors.k.data(), tensors.v.data(), output};
+  AttentionTensors bound{q.data(), k.data(), v.data(), output};
   bound.cu_seqlens_q = data_or_null(cu_seqlens_q);
   bound.cu_seqlens_k = data_or_null(cu_seqlens_k);
   bound.block_table = data_or_null(block_table);
@@ -88,12 +103,12 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
                                               const KernelInputs& handed) {
   const struct {
     std::string_view name;
-    const std::vector<std::uint16_t>& before;
-    const std::vector<std::uint16_t>& after;
+    std::span<const std::uint16_t> before;
+    const FencedBuffer<std::uint16_t>& after;
     std::int64_t span;
-  } tensors[] = {{"Q", original.q, handed.tensors.q, q_span(problem)},
-                 {"K", original.k, handed.tensors.k, kv_span(problem)},
-                 {"V", original.v, handed.tensors.v, kv_span(problem)}};
+  } tensors[] = {{"Q", original.q, handed.q, q_span(problem)},
+                 {"K", original.k, handed.k, kv_span(problem)},
+                 {"V", original.v, handed.v, kv_span(problem)}};
   for (const auto& tensor : tensors) {
     if (const auto index = first_difference<std::uint16_t>(tensor.before, tensor.after)) {
       return tensor_change(tensor.name, *index, tensor.span, tensor.before[*index],
@@ -102,8 +117,8 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
   }
   const struct {
     std::string_view name;
-    const std::vector<std::int32_t>& before;
-    const std::vector<std::int32_t>& after;
+    std::span<const std::int32_t> before;
+    const FencedBuffer<std::int32_t>& after;
   } index_arrays[] = {{"cu_seqlens_q", problem.cu_seqlens_q, handed.cu_seqlens_q},
                       {"cu_seqlens_k", problem.cu_seqlens_k, handed.cu_seqlens_k},
                       {"block_table", problem.block_table, handed.block_table}};
@@ -115,6 +130,25 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
   if (const auto index = first_difference<float>(problem.alibi_slopes, handed.alibi_slopes)) {
     return array_change("alibi_slopes", *index, problem.alibi_slopes[*index],
                         handed.alibi_slopes[*index]);
+  }
+  // Past the guard tails, short of the fences: a write that skipped the tail.
+  const struct {
+    std::string_view name;
+    std::optional<std::ptrdiff_t> byte;
+  } slacks[] = {{"Q", handed.q.first_changed_slack_byte()},
+                {"K", handed.k.first_changed_slack_byte()},
+                {"V", handed.v.first_changed_slack_byte()},
+                {"cu_seqlens_q", handed.cu_seqlens_q.first_changed_slack_byte()},
+                {"cu_seqlens_k", handed.cu_seqlens_k.first_changed_slack_byte()},
+                {"block_table", handed.block_table.first_changed_slack_byte()},
+                {"alibi_slopes", handed.alibi_slopes.first_changed_slack_byte()}};
+  for (const auto& slack : slacks) {
+    if (slack.byte) {
+      return "the kernel wrote outside its input " + std::string(slack.name) + ": byte " +
+             std::to_string(*slack.byte >= 0 ? *slack.byte : -*slack.byte) +
+             (*slack.byte >= 0 ? " past its buffer's end (beyond its guard tail)"
+                               : " before its buffer's start");
+    }
   }
   return std::nullopt;
 }

@@ -5,23 +5,24 @@
 // counts read those. After each call the copies must still equal the originals bit for bit: a
 // kernel that scales Q in place (RoPE), appends to its KV cache, uses an input as a workspace or
 // writes past an input's end into its guard tail fails with the first element it changed, and its
-// output is still judged against what the inputs were.
+// output is still judged against what the inputs were. Each copy lies between inaccessible pages
+// (core/fenced_buffer.h): a write, or a read, past its guard tail faults, naming the input.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "case/data_distribution.h"
 #include "core/attention_problem.h"
+#include "core/fenced_buffer.h"
 
 namespace attnfuzz {
 
 struct KernelInputs {
-  AttentionInputs tensors;  // Q, K, V with their guard tails
-  std::vector<std::int32_t> cu_seqlens_q, cu_seqlens_k, block_table;
-  std::vector<float> alibi_slopes;
+  FencedBuffer<std::uint16_t> q, k, v;  // with their guard tails
+  FencedBuffer<std::int32_t> cu_seqlens_q, cu_seqlens_k, block_table;
+  FencedBuffer<float> alibi_slopes;
 
   // Copies of `inputs` and of `problem`'s index arrays.
   static KernelInputs copy_of(const AttentionProblem& problem, const AttentionInputs& inputs);

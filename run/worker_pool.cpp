@@ -26,8 +26,10 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/clock.h"
+#include "core/fenced_buffer.h"
 #include "core/file_io.h"
 #include "core/harness_error.h"
 #include "core/json_parse.h"
@@ -80,6 +82,10 @@ struct Worker {
   std::string protocol_breach;                // what it sent that is not an answer, if anything
   std::optional<std::size_t> case_index;      // the case it was sent
   bool case_started = false;                  // the worker said it started that case
+  // Its resident memory as its cases started (its first case's and its latest few): memory kept
+  // from case to case is a leak's signature.
+  std::vector<std::int64_t> resident_at_starts;
+  std::size_t cases_started = 0;
   Clock::time_point case_sent;
   std::optional<Clock::time_point> exit_deadline;  // told there is no more work
 };
@@ -233,6 +239,35 @@ void clear_output(Worker& worker) {
   worker.output_cut = false;
 }
 
+// A suspected leak, from the memory a worker held as its cases started: grown since its first case
+// by more than a quarter of the limit. Memory the harness keeps for reuse is given back before a
+// larger case allocates (core/large_buffer.h), so it raises no peak; memory a kernel keeps from
+// call to call does. The suspicion is put to the test by running the case again, alone, in a
+// fresh worker (Supervisor::worker_ended): a case that needs the memory itself runs out there
+// too. Returns the loss's description, or nothing when there is no such growth.
+constexpr std::size_t kLeakCases = 3;  // the latest starts kept besides the first
+std::optional<std::string> leak_of(const Worker& worker, const WorkerPoolSettings& settings) {
+  const std::vector<std::int64_t>& starts = worker.resident_at_starts;
+  if (worker.cases_started < 2 || starts.size() < 2) return std::nullopt;
+  const std::int64_t growth = starts.back() - starts.front();
+  if (growth <= settings.memory_limit_bytes / 4) return std::nullopt;
+  const std::int64_t per_case = growth / static_cast<std::int64_t>(worker.cases_started - 1);
+  return "leaks: the worker's resident memory grew by about " + mebibytes_text(per_case) +
+         " per case, kept from case to case over its " + std::to_string(worker.cases_started) +
+         " cases (" + mebibytes_text(starts.front()) + " as the first began, " +
+         mebibytes_text(starts.back()) + " as this one did), until this case took it to " +
+         mebibytes_text(worker.killed_at_resident_bytes) + ", past the limit of " +
+         mebibytes_text(settings.memory_limit_bytes) + " (--memory-limit)";
+}
+
+// The fences' report of a fault (core/fenced_buffer.h) in the worker's output, if it printed one.
+std::optional<std::string> fence_fault_in(const std::string& output) {
+  const std::size_t at = output.rfind(kFenceFaultPrefix);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t begin = at + kFenceFaultPrefix.size();
+  return output.substr(begin, output.find('\n', begin) - begin);
+}
+
 WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& settings) {
   WorkerLoss loss;
   loss.output_tail = output_of(worker);
@@ -242,6 +277,10 @@ WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& s
     loss.description = "hung: no answer within " +
                        significant_digits(settings.case_timeout_seconds, 6) +
                        " s (--case-timeout); the worker was killed";
+  } else if (const auto leak =
+                 worker.killed_at_resident_bytes > 0 ? leak_of(worker, settings) : std::nullopt) {
+    loss.kind = WorkerLossKind::leaked;
+    loss.description = *leak;
   } else if (worker.killed_at_resident_bytes > 0) {
     loss.kind = WorkerLossKind::out_of_memory;
     loss.description = "out of memory: the worker's processes reached " +
@@ -255,6 +294,10 @@ WorkerLoss loss_of(const Worker& worker, int status, const WorkerPoolSettings& s
         "crashed: the worker's answer channel carried something that is not an "
         "answer (" +
         worker.protocol_breach + "); the worker was killed";
+  } else if (const auto fault = fence_fault_in(loss.output_tail)) {
+    loss.kind = WorkerLossKind::crashed;
+    loss.description = "crashed: " + *fault + "; the worker " + describe_wait_status(status) +
+                       " while running the case";
   } else {
     loss.kind = WorkerLossKind::crashed;
     loss.description =
@@ -345,6 +388,7 @@ class WorkerPool::Supervisor {
     keep_workers_ = keep_workers;
     queue_.assign(indices.begin(), indices.end());
     lost_before_start_.clear();
+    leak_suspects_.clear();
     stopped_ = false;
     if (workers_.empty()) {
       const std::vector<std::string> devices =
@@ -392,8 +436,13 @@ class WorkerPool::Supervisor {
       }
       return;
     }
-    worker.case_index = queue_.front();
-    queue_.pop_front();
+    // A case suspected of running out of a leak's memory goes to a fresh worker only.
+    const auto next = std::find_if(queue_.begin(), queue_.end(), [&](std::size_t index) {
+      return worker.cases_started == 0 || !leak_suspects_.contains(index);
+    });
+    if (next == queue_.end()) return;
+    worker.case_index = *next;
+    queue_.erase(next);
     worker.case_started = false;
     worker.case_sent = Clock::now();
     clear_output(worker);
@@ -505,6 +554,12 @@ class WorkerPool::Supervisor {
     if (worker.case_index && !worker.case_started && answer.contains("started") &&
         answer["started"] == *worker.case_index) {
       worker.case_started = true;
+      std::vector<std::int64_t>& starts = worker.resident_at_starts;
+      starts.push_back(group_resident_bytes(worker.pid, worker.keeper));
+      ++worker.cases_started;
+      if (starts.size() > 2 * kLeakCases) {
+        starts.erase(starts.begin() + 1, starts.end() - static_cast<std::ptrdiff_t>(kLeakCases));
+      }
       return;
     }
     if (!worker.case_index || !worker.case_started || !answer.contains("index") ||
@@ -516,6 +571,15 @@ class WorkerPool::Supervisor {
     // A worker that leaves after this answer (its CUDA context is lost) must not be sent another
     // case: it would exit with that case unanswered. A fresh worker takes the rest.
     worker.leaving = answer.contains("leaving") && answer["leaving"] == true;
+    if (const auto suspect = leak_suspects_.find(index); suspect != leak_suspects_.end()) {
+      // Alone, the case ran within the limit: what filled the worker was kept from the cases
+      // before it.
+      WorkerLoss leak = suspect->second;
+      leak_suspects_.erase(suspect);
+      leak.description += "; alone, in a fresh worker, the case ran within the limit";
+      if (!stopped_ && !(*on_loss_)(index, leak)) stopped_ = true;
+      return;
+    }
     if (!stopped_ && !(*on_record_)(index, answer["result"])) stopped_ = true;
   }
 
@@ -536,6 +600,8 @@ class WorkerPool::Supervisor {
     worker.killed_by_watchdog = false;
     worker.killed_at_resident_bytes = 0;
     worker.protocol_breach.clear();
+    worker.resident_at_starts.clear();  // its successor starts afresh
+    worker.cases_started = 0;
     if (!worker.case_index) return;  // it left between cases (out of memory, lost CUDA context)
     const std::size_t index = *worker.case_index;
     worker.case_index.reset();
@@ -545,7 +611,20 @@ class WorkerPool::Supervisor {
       queue_.push_front(index);
       return;
     }
+    if (loss.kind == WorkerLossKind::leaked) {
+      // Run it again, alone in a fresh worker: there it either finishes (the memory was kept
+      // from the earlier cases: a leak) or runs out again (it is the case's own).
+      leak_suspects_[index] = loss;
+      queue_.push_front(index);
+      return;
+    }
     WorkerLoss blamed = loss;
+    if (const auto suspect = leak_suspects_.find(index); suspect != leak_suspects_.end()) {
+      leak_suspects_.erase(suspect);
+      if (blamed.kind == WorkerLossKind::out_of_memory) {
+        blamed.description += " (alone, in a fresh worker: the case's own memory)";
+      }
+    }
     if (!worker.case_started) {
       blamed.description += " (" + std::to_string(kMaxCaseStarts) +
                             " workers in a row ended as they were given this case)";
@@ -588,6 +667,9 @@ class WorkerPool::Supervisor {
   Pipe lifeline_ = make_pipe();    // its write end closes only when the supervisor ends
   std::deque<std::size_t> queue_;  // cases not yet handed out, in order
   std::map<std::size_t, int> lost_before_start_;
+  // Cases whose worker ran out of memory that it had kept from earlier cases, waiting to run
+  // again alone (leak_of), with the loss they are blamed for if they then finish.
+  std::map<std::size_t, WorkerLoss> leak_suspects_;
   std::vector<Worker> workers_;
   bool stopped_ = false;
 };

@@ -23,8 +23,10 @@ struct WorkerPoolSettings {
   std::int64_t memory_limit_bytes = 0;  // the workers' cap (run/worker_memory.h)
 };
 
-// How a case ended when its worker did not answer for it.
-enum class WorkerLossKind { crashed, hung, out_of_memory };
+// How a case ended when its worker did not answer for it. Out of memory is the case's size, a
+// skip; leaked is memory the kernel kept from case to case until this one crossed the limit, a
+// failure (worker_pool.cpp, leak_of).
+enum class WorkerLossKind { crashed, hung, out_of_memory, leaked };
 
 struct WorkerLoss {
   WorkerLossKind kind = WorkerLossKind::crashed;

@@ -45,6 +45,10 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# Bounds for the plants of memory and time (a hang, a leak): every run is contained by them.
+limits=(--case-timeout 60 --memory-limit 8192)
+libfuzzer_limits=(-timeout=60 -rss_limit_mb=2048)
+
 now() { date +%s.%N; }
 # Seconds a command ran until it exited 1 (killed), or "-" when it exited otherwise.
 time_to_kill() {
@@ -71,14 +75,14 @@ for plant in $plants; do
   count=$((count + 1))
   seed27="not run"
   if ((seed27_column)); then
-    seed27=$(time_to_kill "$harness" --configs corpus/matrix/seed27.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet)
+    seed27=$(time_to_kill "$harness" --configs corpus/matrix/seed27.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet "${limits[@]}")
   fi
-  pr=$(time_to_kill "$harness" --configs corpus/matrix/pr.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet)
-  properties=$(time_to_kill "$harness" --properties --budget "$budget" --kernel "$kernel" --plant "$plant" --fail-fast --regressions "$work/regressions")
+  pr=$(time_to_kill "$harness" --configs corpus/matrix/pr.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet "${limits[@]}")
+  properties=$(time_to_kill "$harness" --properties --budget "$budget" --kernel "$kernel" --plant "$plant" --fail-fast --regressions "$work/regressions" "${limits[@]}")
   rm -rf "$work/corpus" && mkdir -p "$work/corpus"
   libfuzzer="-"
   if [[ -x $fuzzer ]]; then
-    libfuzzer=$(time_to_kill "$fuzzer" "--kernel=$kernel" "--plant=$plant" -max_total_time="$libfuzzer_budget" \
+    libfuzzer=$(time_to_kill "$fuzzer" "--kernel=$kernel" "--plant=$plant" -max_total_time="$libfuzzer_budget" "${libfuzzer_limits[@]}" \
       -dict=corpus/attention.dict -artifact_prefix="$work/" "$work/corpus" corpus/seeds)
   fi
   [[ $properties != - ]] && killed_by_properties=$((killed_by_properties + 1))

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -55,9 +56,9 @@ class LibFuzzerTarget : public TemporaryFolder {
            "-artifact_prefix=" + folder_.string() + "/ " + (folder_ / "corpus").string() + " " +
            source + "/corpus/seeds";
   }
-  std::filesystem::path crash_file() const {
+  std::filesystem::path crash_file(const std::string& prefix = "crash-") const {
     for (const auto& entry : std::filesystem::directory_iterator(folder_)) {
-      if (entry.path().filename().string().rfind("crash-", 0) == 0) return entry.path();
+      if (entry.path().filename().string().rfind(prefix, 0) == 0) return entry.path();
     }
     return {};
   }
@@ -106,6 +107,42 @@ TEST_P(LibFuzzerPlant, FindsItsCrashReplaysItAndMinimizesIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPlant, LibFuzzerPlant, ::testing::ValuesIn(kPlantedBugs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The bugs of memory and time end a libFuzzer run as libFuzzer ends it for any target: a store
+// past the fences as a crash (after the fence's report naming the buffer), a leak at
+// -rss_limit_mb, a hang at -timeout; each leaves its artifact.
+struct ContainmentArtifact {
+  std::string_view plant;
+  std::string_view said;      // in the run's output
+  std::string_view artifact;  // the artifact file's prefix
+};
+constexpr ContainmentArtifact kContainmentArtifacts[] = {
+    {"output_written_far_past_end", "fenced buffer: the kernel wrote element", "crash-"},
+    {"lse_written_far_past_end", "fenced buffer: the kernel wrote element", "crash-"},
+    {"workspace_leaked_per_call", "libFuzzer: out-of-memory", "oom-"},
+    {"hangs_on_row_without_keys", "libFuzzer: timeout", "timeout-"},
+};
+
+class LibFuzzerContainmentPlant : public LibFuzzerTarget,
+                                  public ::testing::WithParamInterface<PlantedBugInfo> {};
+
+TEST_P(LibFuzzerContainmentPlant, EndsTheRunWithTheArtifactOfItsKind) {
+  if (GetParam().detector != PlantDetector::containment) {
+    GTEST_SKIP() << GetParam().name << " is not a bug of memory or time";
+  }
+  const auto row = std::find_if(
+      std::begin(kContainmentArtifacts), std::end(kContainmentArtifacts),
+      [&](const ContainmentArtifact& artifact) { return artifact.plant == GetParam().name; });
+  ASSERT_NE(row, std::end(kContainmentArtifacts)) << GetParam().name << " has no row";
+  const Command fuzzing = run(fuzz_command("--plant=" + std::string(GetParam().name) +
+                                           " -max_total_time=60 -timeout=5 -rss_limit_mb=1024"),
+                              folder_ / "fuzz.log");
+  EXPECT_NE(fuzzing.output.find(row->said), std::string::npos) << fuzzing.output.substr(0, 3000);
+  EXPECT_FALSE(crash_file(std::string(row->artifact)).empty()) << fuzzing.output.substr(0, 3000);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlant, LibFuzzerContainmentPlant, ::testing::ValuesIn(kPlantedBugs),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -14,7 +14,11 @@
  *   FAULT_EXIT_ZERO            calls exit(0)
  *   FAULT_CONTROL_CHARACTERS   fails with a message full of terminal escapes, a bell and a
  *                              newline that would forge a row of the table
+ *   FAULT_LEAK_PER_CALL        (on every case, whatever its shape) allocates a workspace of
+ *                              $FAULT_LEAK_MIB MiB (100 by default), fills it and never frees it,
+ *                              then computes the right answer
  * and FAULT_LOAD_CRASH crashes (SIGSEGV) in attnfuzz_plugin_name(), as the plugin is loaded.
+ * With FAULT_LEAK_MIB set, a plugin of any kind leaks so much on every call, besides its fault.
  * With the environment variable FAULT_EVERY_CASE set, every case misbehaves (for the property
  * search, whose cases are random).
  * Every other case runs, and passes, as the example does. */
@@ -38,6 +42,7 @@
 #define FAULT_EXIT_ZERO 8
 #define FAULT_CONTROL_CHARACTERS 9
 #define FAULT_LOAD_CRASH 10
+#define FAULT_LEAK_PER_CALL 11
 #define FAULT_SEQ_LEN_K 97
 
 #if FAULT_KIND == FAULT_SEGFAULT
@@ -60,6 +65,8 @@
 #define FAULT_NAME "fault_control_characters"
 #elif FAULT_KIND == FAULT_LOAD_CRASH
 #define FAULT_NAME "fault_load_crash"
+#elif FAULT_KIND == FAULT_LEAK_PER_CALL
+#define FAULT_NAME "fault_leak_per_call"
 #else
 #error "FAULT_KIND must be one of the FAULT_* kinds above"
 #endif
@@ -161,8 +168,23 @@ static int fault(const attnfuzz_problem* problem, const attnfuzz_tensors* tensor
 #endif
 }
 
+/* The latest leaked workspace, where the optimiser must keep it (an allocation nobody can see may
+ * be dropped, and this one must be resident). */
+static char* volatile last_leaked_workspace;
+
+/* A per-call workspace that is never freed: filled, so that it is resident. */
+static void leak_workspace(void) {
+  const char* mib = getenv("FAULT_LEAK_MIB");
+  if (FAULT_KIND != FAULT_LEAK_PER_CALL && mib == NULL) return;
+  const size_t bytes = (size_t)(mib != NULL ? atol(mib) : 100) << 20;
+  char* workspace = malloc(bytes);
+  if (workspace != NULL) memset(workspace, 1, bytes);
+  last_leaked_workspace = workspace;
+}
+
 int attnfuzz_plugin_forward(const attnfuzz_problem* problem, const attnfuzz_tensors* tensors,
                             char* error, size_t error_size) {
+  leak_workspace();
   const int every_case = getenv("FAULT_EVERY_CASE") != NULL;
   if (every_case || problem->seq_len_k == FAULT_SEQ_LEN_K) {
     return fault(problem, tensors, error, error_size);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* Plugins of ABI version 2 that write what they were handed to read, as kernels shipped with the
- * bug do: the version 2 example's correct attention (examples/cpu_plugin_v2/variant_attention.c)
- * around one misuse of an input, chosen by INPUT_FAULT:
+/* Plugins of ABI version 2 that write what they were handed to read, or past what they were handed
+ * to write, as kernels shipped with the bug do: the version 2 example's correct attention
+ * (examples/cpu_plugin_v2/variant_attention.c) around one misuse of a buffer, chosen by
+ * INPUT_FAULT:
  *   INPUT_FAULT_ZERO_INPUTS          zeroes Q, K and V in place, then computes on the zeros
  *   INPUT_FAULT_REWRITE_BLOCK_TABLE  (paged cases) points the block table at the logical pages,
  *                                    then computes through it
@@ -10,6 +11,9 @@
  *                                    writes nothing
  *   INPUT_FAULT_SCALE_Q_AFTER        computes, then doubles Q in place (an in-place RoPE)
  *   INPUT_FAULT_WRITE_PAST_K         computes, then writes the element 64 past K's end
+ *   INPUT_FAULT_WRITE_PAST_O         computes, then writes the element 4096 past O's end
+ *   INPUT_FAULT_WRITE_PAST_LSE       (cases with the log-sum-exp) computes, then writes the
+ *                                    value 4096 past the log-sum-exp's last row
  * A harness that computed its oracle, or counted rows, from the buffers it handed the kernel would
  * pass the first four. */
 #include <stddef.h>
@@ -25,6 +29,8 @@
 #define INPUT_FAULT_EMPTY_CU_SEQLENS 4
 #define INPUT_FAULT_SCALE_Q_AFTER 5
 #define INPUT_FAULT_WRITE_PAST_K 6
+#define INPUT_FAULT_WRITE_PAST_O 7
+#define INPUT_FAULT_WRITE_PAST_LSE 8
 
 /* One past the last element a tensor of `rows` rows per (batch or page) spans. */
 static int64_t span_of(const attnfuzz_strides* strides, int64_t outer, int64_t rows, int64_t heads,
@@ -39,6 +45,22 @@ static int64_t q_span(const attnfuzz_problem_v2* problem) {
   return problem->varlen_q
              ? span_of(&base->q_strides, 1, problem->total_q, base->heads, base->head_dim)
              : span_of(&base->q_strides, base->batch, base->seq_len_q, base->heads, base->head_dim);
+}
+
+static int64_t o_span(const attnfuzz_problem_v2* problem) {
+  const attnfuzz_problem* base = &problem->base;
+  return problem->varlen_q
+             ? span_of(&base->o_strides, 1, problem->total_q, base->heads, base->head_dim)
+             : span_of(&base->o_strides, base->batch, base->seq_len_q, base->heads, base->head_dim);
+}
+
+/* The index of the log-sum-exp's last row (ABI: attnfuzz_problem_v2's return_lse). */
+static int64_t last_lse_row(const attnfuzz_problem_v2* problem) {
+  const attnfuzz_problem* base = &problem->base;
+  const int64_t last_in_head =
+      problem->varlen_q ? problem->total_q - 1
+                        : (base->batch - 1) * problem->lse_strides.batch + base->seq_len_q - 1;
+  return last_in_head + (base->heads - 1) * problem->lse_strides.head;
 }
 
 static int64_t kv_span(const attnfuzz_problem_v2* problem, const attnfuzz_strides* strides) {
@@ -128,6 +150,12 @@ int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
   if (status != ATTNFUZZ_STATUS_OK) return status;
   if (INPUT_FAULT == INPUT_FAULT_SCALE_Q_AFTER) {
     for (int64_t index = 0; index < q_elements; ++index) q[index] = doubled(q[index], base->dtype);
+  }
+  if (INPUT_FAULT == INPUT_FAULT_WRITE_PAST_O && o_span(problem) > 0) {
+    tensors->base.o[o_span(problem) - 1 + 4096] = 0; /* past any guard margin */
+  }
+  if (INPUT_FAULT == INPUT_FAULT_WRITE_PAST_LSE && problem->return_lse && tensors->lse != NULL) {
+    tensors->lse[last_lse_row(problem) + 4096] = 0.0f;
   }
   if (INPUT_FAULT == INPUT_FAULT_WRITE_PAST_K) {
     const int64_t past_end = kv_span(problem, &base->k_strides) + 63;

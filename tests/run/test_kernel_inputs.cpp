@@ -43,10 +43,10 @@ TEST_F(KernelInputsTest, CopiesAreBoundWhereTheAbiPutsThemAndAreNotTheOriginals)
   std::uint16_t output = 0;
   float lse = 0;
   const AttentionTensors tensors = handed.bind(&output, &lse);
-  EXPECT_EQ(tensors.q, handed.tensors.q.data());
+  EXPECT_EQ(tensors.q, handed.q.data());
   EXPECT_NE(tensors.q, inputs.q.data());
-  EXPECT_EQ(tensors.k, handed.tensors.k.data());
-  EXPECT_EQ(tensors.v, handed.tensors.v.data());
+  EXPECT_EQ(tensors.k, handed.k.data());
+  EXPECT_EQ(tensors.v, handed.v.data());
   EXPECT_EQ(tensors.o, &output);
   EXPECT_EQ(tensors.lse, &lse);
   EXPECT_EQ(tensors.cu_seqlens_q, handed.cu_seqlens_q.data());
@@ -72,8 +72,8 @@ TEST_F(KernelInputsTest, UntouchedCopiesAreNoChange) {
 }
 
 TEST_F(KernelInputsTest, AChangedTensorElementIsNamedWithItsValuesBeforeAndAfter) {
-  handed.tensors.v[37] = 0x3c00;  // 1.0 in fp16
-  handed.tensors.v[90] = 0x3c00;
+  handed.v[37] = 0x3c00;  // 1.0 in fp16
+  handed.v[90] = 0x3c00;
   const std::optional<std::string> change = find_changed_input(problem, inputs, handed);
   ASSERT_TRUE(change);
   EXPECT_THAT(*change, HasSubstr("changed its input V"));
@@ -84,8 +84,8 @@ TEST_F(KernelInputsTest, AChangedTensorElementIsNamedWithItsValuesBeforeAndAfter
 
 TEST_F(KernelInputsTest, AWriteIntoAGuardTailIsNamedAsSuch) {
   const std::size_t past_end = static_cast<std::size_t>(kv_span(problem)) + 64;
-  ASSERT_LT(past_end, handed.tensors.k.size());
-  handed.tensors.k[past_end] = 0;
+  ASSERT_LT(past_end, handed.k.size());
+  handed.k[past_end] = 0;
   const std::optional<std::string> change = find_changed_input(problem, inputs, handed);
   ASSERT_TRUE(change);
   EXPECT_THAT(*change, HasSubstr("changed its input K"));
@@ -93,8 +93,8 @@ TEST_F(KernelInputsTest, AWriteIntoAGuardTailIsNamedAsSuch) {
 }
 
 TEST_F(KernelInputsTest, TheFirstTensorInQKVOrderIsNamedFirst) {
-  handed.tensors.v[0] ^= 1;
-  handed.tensors.q[5] ^= 1;
+  handed.v[0] ^= 1;
+  handed.q[5] ^= 1;
   EXPECT_THAT(find_changed_input(problem, inputs, handed).value_or(""),
               HasSubstr("changed its input Q"));
 }

@@ -28,6 +28,7 @@
 #include "kernels/cuda_device_probe.h"
 #include "support/fuzz_attention_binary.h"
 #include "support/process_state.h"
+#include "support/scoped_environment.h"
 
 extern char** environ;
 
@@ -199,21 +200,6 @@ long wait_for_pid_in(const std::filesystem::path& path, double seconds) {
   return 0;
 }
 
-// An environment variable set while in scope, for the faulty plugins' switches
-// (tests/plugins/faulty_attention.c); the harness and its workers inherit it.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() { unsetenv(name_); }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-};
-
 TEST_F(FuzzAttention, KernelThatForksThenCrashesIsACrashAtOnceEvenWithoutATimeout) {
   const auto started = std::chrono::steady_clock::now();
   const RunResult result = run_matrix(
@@ -375,6 +361,26 @@ TEST_F(FuzzAttention, PropertiesNeverCheckedAreSkippedNotPassed) {
   for (const std::string& line : lines_of(result.out)) {
     EXPECT_FALSE(line.rfind("PASS", 0) == 0 && line.find(" 0 cases") != std::string::npos) << line;
   }
+}
+
+TEST_F(FuzzAttention, PropertiesWhoseCasesAllSkippedAreSkippedNotPassedAndTheRunExitsTwo) {
+  if (cuda_device_status().usable) GTEST_SKIP() << "this machine has a usable GPU";
+  // Without a GPU every case of a CUDA kernel is skipped: not one property has been judged.
+  const RunResult result = run("--properties --budget 3 --kernel cuda_flash --regressions " +
+                               quoted(path("regressions").string()));
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("(not judged: no case of it could run here"));
+  EXPECT_THAT(result.last_line(), ::testing::MatchesRegex("0 passed, 0 failed, [1-9] skipped"));
+
+  // A replay judges nothing either: each property of the case is a SKIP, not a PASS.
+  const std::filesystem::path saved =
+      write("saved.json", R"({"name": "c", "cases": [{"seq_len_q": 7, "seq_len_k": 9}]})");
+  const RunResult replay = run("--properties --replay " + quoted(saved.string()) +
+                               " --property matches_oracle --property determinism "
+                               "--kernel cuda_flash");
+  EXPECT_EQ(replay.exit_code, 2) << replay.out << replay.err;
+  EXPECT_THAT(replay.out, HasSubstr("SKIP matches_oracle saved.json/0"));
+  EXPECT_EQ(replay.last_line(), "0 passed, 0 failed, 2 skipped");
 }
 
 TEST_F(FuzzAttention, PropertyReplayOfACaseThatCrashesTheKernelFailsContained) {
