@@ -28,9 +28,10 @@ constexpr double kPluginProbeSeconds = 120.0;
 // A plugin is loaded first in a child process (fuzz_attention --probe-plugin), so that one whose
 // constructor, abi_version, name or site crashes, hangs or exits costs that child, and the run
 // ends with exit 3 naming the file instead of dying with SIGSEGV and no word.
-void probe_plugin(const std::string& kernel_lib, const char* argv0) {
-  const ChildRun probe = run_child(
-      {self_executable(argv0), "--probe-plugin", "--kernel-lib", kernel_lib}, kPluginProbeSeconds);
+void probe_plugin(const KernelSource& source, const char* argv0) {
+  const ChildRun probe =
+      run_child({self_executable(argv0), "--probe-plugin", "--kernel-lib", source.plugin},
+                kPluginProbeSeconds);
   if (!probe.timed_out && WIFEXITED(probe.wait_status) &&
       WEXITSTATUS(probe.wait_status) == kExitPass) {
     return;
@@ -43,7 +44,7 @@ void probe_plugin(const std::string& kernel_lib, const char* argv0) {
     throw HarnessError(output.substr(prefix.size()));  // the loader's own message
   }
   throw HarnessError(
-      "--kernel-lib " + kernel_lib + ": loading the plugin " +
+      source.flag + ": loading the plugin " +
       (probe.timed_out
            ? "did not finish within " + std::to_string(int(kPluginProbeSeconds)) + " s"
            : "in a child process, that process " + describe_wait_status(probe.wait_status)) +
@@ -55,10 +56,11 @@ void probe_plugin(const std::string& kernel_lib, const char* argv0) {
 
 std::string set_up_kernels(const HarnessOptions& options, const char* argv0) {
   apply_thread_count(options.threads);
-  if (!options.kernel_lib.empty() && !options.worker && !options.probe_plugin) {
-    probe_plugin(options.kernel_lib, argv0);
+  const KernelSource source = kernel_source_of(options);
+  if (!source.plugin.empty() && !options.worker && !options.probe_plugin) {
+    probe_plugin(source, argv0);
   }
-  return load_kernel_lib(options.kernel_lib);
+  return load_kernel_source(source);
 }
 
 void list_kernels(std::ostream& out) {

@@ -109,17 +109,34 @@ void report_fault(const FenceRecord& record, std::uintptr_t address, int signal,
 }
 
 void on_fault(int signal, siginfo_t* info, void* context) {
+  const struct sigaction& previous = signal == SIGBUS ? previous_bus : previous_segv;
+  // A signal sent (kill, raise: si_code <= 0) has no faulting address to name.
+  const bool sent = info->si_code <= 0;
   const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (const FenceRecord& record : records) {
-    if (record.in_use.load(std::memory_order_acquire) && address >= record.mapping_begin &&
+    if (!sent && record.in_use.load(std::memory_order_acquire) && address >= record.mapping_begin &&
         address < record.mapping_end) {
       report_fault(record, address, signal, context);
       break;
     }
   }
-  // The fault takes its course: the handler that was there before (libFuzzer's, a sanitizer's)
-  // or the default action, when the access runs again on return.
-  sigaction(signal, signal == SIGBUS ? &previous_bus : &previous_segv, nullptr);
+  // The fault takes its course: the handler that was there before (libFuzzer's, a sanitizer's),
+  // called as it would have been, ours staying in place; or the default action, when the access
+  // runs again on return (a signal that was sent, raised again).
+  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if ((previous.sa_flags & SA_SIGINFO) == 0 && previous.sa_handler != SIG_DFL &&
+      previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+    return;
+  }
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(signal, &default_action, nullptr);
+  if (sent) raise(signal);
 }
 
 void install_fault_handler() {

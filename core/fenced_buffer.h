@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -84,11 +85,11 @@ class FencedBuffer {
 
  public:
   FencedBuffer() = default;
-  FencedBuffer(std::size_t count, T fill) : mapping_(count * sizeof(T)), count_(count) {
+  FencedBuffer(std::size_t count, T fill) : mapping_(bytes_of(count)), count_(count) {
     std::fill(begin(), end(), fill);
   }
   explicit FencedBuffer(std::span<const T> contents)
-      : mapping_(contents.size_bytes()), count_(contents.size()) {
+      : mapping_(bytes_of(contents.size())), count_(contents.size()) {
     if (count_ > 0) std::memcpy(data(), contents.data(), contents.size_bytes());
   }
 
@@ -121,6 +122,11 @@ class FencedBuffer {
   }
 
  private:
+  static std::size_t bytes_of(std::size_t count) {
+    if (count > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_alloc();
+    return count * sizeof(T);
+  }
+
   FencedMapping mapping_;
   std::size_t count_ = 0;
 };

@@ -93,7 +93,12 @@ WorkerRequestKind ContainedPropertyCheck::request_kind(const RunSettings& settin
                 parse_property(request.at(kPropertyKey).get_ref<const std::string&>());
             if (!property) throw std::invalid_argument("unknown property in a request");
             const PropertyCheck check = check_property(*property, attention_case, settings);
-            return {{"judged", check.judged},
+            // "status" as a case record has it: what the pool reads of an answer
+            // (run/worker_pool.h).
+            return {{"status", check.failure  ? "fail"
+                               : check.judged ? "pass"
+                                              : "skip"},
+                    {"judged", check.judged},
                     {"failure",
                      check.failure ? nlohmann::json(*check.failure) : nlohmann::json(nullptr)}};
           }};

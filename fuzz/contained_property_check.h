@@ -33,8 +33,8 @@ class ContainedPropertyCheck {
   // budget.
   PropertyCheck operator()(Property property, const AttentionCase& attention_case);
 
-  // The request a worker answers with the property's verdict, {"judged": true or false,
-  // "failure": null or "why"}: it
+  // The request a worker answers with the property's verdict, {"status": "pass", "fail" or
+  // "skip" (not judged), "judged": true or false, "failure": null or "why"}: it
   // carries "property", the property's name. A worker serves it among its own (run/case_worker.h).
   static WorkerRequestKind request_kind(const RunSettings& settings);
 

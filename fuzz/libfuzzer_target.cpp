@@ -13,6 +13,7 @@
 //   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--kernel-lib=PLUGIN.so]
 //                            [--plant=NAME] [--backend=NAME] [--oracle=NAME] [--threads=N]
 //                            [--repeats=N] [--accumulation=A[/KEYS]]
+//                            [--kernel-py=FILE.py:FUNCTION [--python=PATH] [--py-framework=F]]
 //                            [CORPUS_DIR...]
 // These are the rows of fuzz_attention's flag table marked SHARED_OPTION
 // (options/harness_options.h), read and checked by the same code as fuzz_attention's
@@ -20,7 +21,8 @@
 // flags that start with "--". A flag that is not given comes from its environment variable when
 // that is set and not empty (the flag wins):
 //   ATTNFUZZ_KERNEL, ATTNFUZZ_KERNEL_LIB, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND, ATTNFUZZ_ORACLE,
-//   ATTNFUZZ_THREADS, ATTNFUZZ_REPEATS, ATTNFUZZ_ACCUMULATION.
+//   ATTNFUZZ_THREADS, ATTNFUZZ_REPEATS, ATTNFUZZ_ACCUMULATION, ATTNFUZZ_KERNEL_PY, ATTNFUZZ_PYTHON,
+//   ATTNFUZZ_PY_FRAMEWORK.
 // Defaults are fuzz_attention's, except the backend: cpu (auto or cuda for the CUDA kernels). A
 // plugin's kernel is the one fuzzed unless --kernel names another. A bad value, an unknown kernel
 // or a kernel without the plant ends the process with kExitHarnessError (3) and the reason.
@@ -75,7 +77,7 @@ RunSettings read_settings(int argc, char** argv) {
   defaults.backend = "cpu";
   const HarnessOptions options = parse_shared_options(std::move(defaults), argc, argv);
   apply_thread_count(options.threads);
-  const std::string plugin_kernel = load_kernel_lib(options.kernel_lib);
+  const std::string plugin_kernel = load_kernel_source(kernel_source_of(options));
   RunSettings run_settings = run_settings_of(options, plugin_kernel);
   CaseRunner(run_settings).validate(AttentionCase{});
   return run_settings;

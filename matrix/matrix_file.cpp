@@ -516,10 +516,16 @@ class MatrixParser {
                          (16.0 + 4.0) * static_cast<double>(outputs) + 4.0 * lse_floats;
     const double available = static_cast<double>(physical_memory_bytes().value_or(0));
     if (available > 0.0 && bytes > available) {
-      fail(file, in_case(c.id, case_pointer),
+      // Mostly page pool: the page size is what to change (a page far longer than the keys).
+      const double pool_bytes = (2.0 * 2.0 + 2.0 * 2.0) * static_cast<double>(k_span);
+      const bool pool_dominates = c.page_size > 0 && pool_bytes > bytes / 2;
+      fail(file, pool_dominates ? where(origin(CaseField::page_size)) : in_case(c.id, case_pointer),
            "needs about " + gibibytes_text(bytes) +
-               " (inputs, output and the oracle's buffers for " + describe_shape(problem_of(c)) +
-               ") but this machine has " + gibibytes_text(available) + " of physical memory");
+               (pool_dominates ? " (mostly the page pool of page_size " +
+                                     std::to_string(c.page_size) + ", for "
+                               : " (inputs, output and the oracle's buffers for ") +
+               describe_shape(problem_of(c)) + ") but this machine has " +
+               gibibytes_text(available) + " of physical memory");
     }
   }
 

@@ -57,6 +57,14 @@ namespace attnfuzz {
   X(SHARED_OPTION, std::string, kernel, "--kernel", "", "Run every case on this kernel")           \
   X(SHARED_OPTION, std::string, kernel_lib, "--kernel-lib", "",                                    \
     "Load a kernel plugin (a shared library, include/attnfuzz/attnfuzz_plugin.h) and run on it")   \
+  X(SHARED_OPTION, std::string, kernel_py, "--kernel-py", "",                                      \
+    "Run on a Python function: FILE.py:FUNCTION or MODULE:FUNCTION (docs/python.md)")              \
+  X(SHARED_OPTION, std::string, python, "--python", "",                                            \
+    "With --kernel-py: the interpreter whose packages to use (default: python3 on PATH; a "        \
+    "virtual "                                                                                     \
+    "environment's python works)")                                                                 \
+  X(SHARED_OPTION, std::string, py_framework, "--py-framework", "numpy",                           \
+    "With --kernel-py: the tensors the function is handed: numpy or torch")                        \
   X(SHARED_OPTION, std::string, plant, "--plant", "none",                                          \
     "Switch on a planted bug in the kernel (see --list-kernels)")                                  \
   X(OPTION, std::string, shard, "--shard", "",                                                     \
@@ -84,7 +92,8 @@ namespace attnfuzz {
   X(OPTION, double, case_timeout, "--case-timeout", 300.0,                                         \
     "Seconds one case may take before its worker is killed and the case fails as hung (0: none)")  \
   X(OPTION, std::int64_t, memory_limit, "--memory-limit", 0,                                       \
-    "MiB of resident memory one worker may use; a case past it is skipped (0: 3/4 of RAM)")        \
+    "MiB of resident memory one worker may use; a case past it is skipped, or fails as a leak "    \
+    "when the memory was kept from earlier cases (0: 3/4 of RAM)")                                 \
   X(OPTION, std::string, devices, "--devices", "",                                                 \
     "Run one worker per listed GPU (e.g. 0,1), sharing the cases; default: one worker")            \
   X(FLAG, bool, in_process, "--in-process", false,                                                 \

@@ -7,6 +7,7 @@
 #include "core/harness_error.h"
 #include "core/parallel_for.h"
 #include "kernels/plugin_kernel.h"
+#include "options/python_kernel_options.h"
 
 namespace attnfuzz {
 namespace {
@@ -82,12 +83,19 @@ void apply_thread_count(int threads) {
   set_default_thread_count(threads);
 }
 
-std::string load_kernel_lib(const std::string& path) {
-  if (path.empty()) return "";
+KernelSource kernel_source_of(const HarnessOptions& options) {
+  if (const std::optional<std::string> bridge = prepare_kernel_py(options)) {
+    return {*bridge, "--kernel-py " + options.kernel_py};
+  }
+  return {options.kernel_lib, "--kernel-lib " + options.kernel_lib};
+}
+
+std::string load_kernel_source(const KernelSource& source) {
+  if (source.plugin.empty()) return "";
   try {
-    return std::string(load_plugin_kernel(path).name());
+    return std::string(load_plugin_kernel(source.plugin).name());
   } catch (const std::runtime_error& error) {
-    throw HarnessError(std::string("--kernel-lib: ") + error.what());
+    throw HarnessError(source.flag + ": " + error.what());
   }
 }
 
@@ -128,8 +136,15 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   settings.backend = parse_backend(options.backend);
   settings.oracle = parse_oracle(options.oracle);
   settings.plant = parse_plant(options.plant);
+  if (options.in_process && settings.plant != PlantedBug::none &&
+      planted_bug_info(settings.plant).detector == PlantDetector::containment) {
+    throw HarnessError("--plant " + options.plant +
+                       ": a bug of memory or time, which a run survives only contained in "
+                       "workers: not with --in-process");
+  }
   settings.kernel = options.kernel.empty() ? plugin_kernel : options.kernel;
   settings.kernel_lib = options.kernel_lib;
+  settings.kernel_py_flags = kernel_py_flags_of(options);
   if (options.repeats < 1 || options.repeats > kMaxRepeats) {
     throw HarnessError("--repeats: must be from 1 (no determinism check) to " +
                        std::to_string(kMaxRepeats) + ", got " + std::to_string(options.repeats));

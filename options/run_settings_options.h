@@ -32,17 +32,28 @@ PlantedBug parse_plant(std::string_view name);
 // --threads: the process's default thread count (0: the default of core/parallel_for.h).
 void apply_thread_count(int threads);
 
-// --kernel-lib: loads the plugin into the kernel registry (once per process: a second load of the
-// same plugin is an error) and returns the name of the kernel it reports; "" for an empty path.
-std::string load_kernel_lib(const std::string& path);
+// Where the kernel under test comes from when it is not built in: a plugin (--kernel-lib), or the
+// Python bridge's plugin for --kernel-py (options/python_kernel_options.h, whose environment it
+// sets). `flag` names it in messages ("--kernel-lib PATH", "--kernel-py SPEC"); `plugin` is empty
+// when neither flag is given.
+struct KernelSource {
+  std::string plugin;
+  std::string flag;
+};
+KernelSource kernel_source_of(const HarnessOptions& options);
+
+// Loads the source's plugin into the kernel registry (once per process: a second load of the same
+// plugin is an error) and returns the name of the kernel it reports; "" for no plugin.
+std::string load_kernel_source(const KernelSource& source);
 
 // --bench, --bench-rounds, --bench-seconds, --bench-ci (and that --baseline and --compare-anyway
 // come with --bench, and --max-slowdown is sane). Throws HarnessError.
 BenchSettings bench_settings_of(const HarnessOptions& options);
 
 // The run settings the flags name: --backend, --oracle, --plant, --accumulation, --kernel-lib
-// (loaded already by load_kernel_lib, which returned `plugin_kernel`), the kernel (--kernel when
-// given, else the plugin's kernel, else none: each case's own, or the backend's default) and
+// or --kernel-py (loaded already by load_kernel_source, which returned `plugin_kernel`), the kernel
+// (--kernel when given, else the plugin's kernel, else none: each case's own, or the backend's
+// default) and
 // --bench's.
 RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel);
 

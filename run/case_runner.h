@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "case/data_distribution.h"
 #include "kernels/attention_kernel.h"
@@ -26,6 +28,9 @@ struct RunSettings {
   std::string kernel;  // overrides every case's kernel when set
   PlantedBug plant = PlantedBug::none;
   std::string kernel_lib;  // the plugin the kernel was loaded from, for replay commands; or empty
+  // The Python function the kernel is (--kernel-py), with its --python and --py-framework, for
+  // replay commands: flag and value pairs; empty for any other kernel.
+  std::vector<std::pair<std::string, std::string>> kernel_py_flags;
   // How many times each case runs its kernel on the same inputs, each into a freshly poisoned
   // output. From 2 on, every run must write the same bits as the first (run/repeat_difference.h);
   // with allow_nondeterminism each run is judged against the oracle on its own instead.

@@ -8,6 +8,7 @@ namespace attnfuzz {
 ReplayCommand replay_command_for(const RunSettings& settings) {
   ReplayCommand command;
   command.kernel_lib = settings.kernel_lib;
+  command.kernel_py_flags = settings.kernel_py_flags;
   command.kernel = settings.kernel;
   command.plant = std::string(planted_bug_name(settings.plant));
   command.backend = settings.backend;
@@ -31,6 +32,7 @@ std::string replay_command_line(const ReplayCommand& command) {
   if (!command.replay.empty()) add("--replay", command.replay);
   if (!command.configs.empty()) add("--configs", command.configs);
   if (!command.kernel_lib.empty()) add("--kernel-lib", command.kernel_lib);
+  for (const auto& [flag, value] : command.kernel_py_flags) add(flag, value);
   if (command.case_id) add("--case", *command.case_id);
   if (!command.kernel.empty()) add("--kernel", command.kernel);
   if (!command.plant.empty() && command.plant != "none") add("--plant", command.plant);

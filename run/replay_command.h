@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "run/case_runner.h"
 
@@ -13,18 +15,20 @@ namespace attnfuzz {
 
 // What a replay names. Each word is rendered only when set (or, for plant, backend and oracle,
 // when not fuzz_attention's default), in this order:
-//   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L]
+//   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L |
+//                  --kernel-py F:FN [--python P] [--py-framework F]]
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
 //                  [--accumulation A] [--bench [--baseline F]]
 struct ReplayCommand {
-  std::string property;                // the property search: --properties --property NAME
-  std::string replay;                  // a case file (or folder) holding the case: --replay FILE
-  std::string configs;                 // else the matrix file holding it: --configs FILE
-  std::string kernel_lib;              // the plugin the kernel comes from: --kernel-lib PLUGIN
-  std::optional<std::string> case_id;  // one case of the source: --case ID (nullopt: all of it)
-  std::string kernel;                  // --kernel NAME
-  std::string plant = "none";          // --plant NAME, unless none
-  Backend backend = Backend::auto_select;           // --backend NAME, unless auto
+  std::string property;    // the property search: --properties --property NAME
+  std::string replay;      // a case file (or folder) holding the case: --replay FILE
+  std::string configs;     // else the matrix file holding it: --configs FILE
+  std::string kernel_lib;  // the plugin the kernel comes from: --kernel-lib PLUGIN
+  std::vector<std::pair<std::string, std::string>> kernel_py_flags;  // or --kernel-py F:FN ...
+  std::optional<std::string> case_id;      // one case of the source: --case ID (nullopt: all of it)
+  std::string kernel;                      // --kernel NAME
+  std::string plant = "none";              // --plant NAME, unless none
+  Backend backend = Backend::auto_select;  // --backend NAME, unless auto
   OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
   std::string accumulation = "fp32";                // --accumulation NAME, unless fp32
   bool bench = false;                               // --bench: a case that failed the gate

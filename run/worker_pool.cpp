@@ -239,16 +239,26 @@ void clear_output(Worker& worker) {
   worker.output_cut = false;
 }
 
-// A suspected leak, from the memory a worker held as its cases started: grown since its first case
-// by more than a quarter of the limit. Memory the harness keeps for reuse is given back before a
-// larger case allocates (core/large_buffer.h), so it raises no peak; memory a kernel keeps from
-// call to call does. The suspicion is put to the test by running the case again, alone, in a
-// fresh worker (Supervisor::worker_ended): a case that needs the memory itself runs out there
-// too. Returns the loss's description, or nothing when there is no such growth.
-constexpr std::size_t kLeakCases = 3;  // the latest starts kept besides the first
+// A suspected leak, from the memory a worker held as its cases started: risen at most of its
+// latest starts (a majority of the intervals between them, at least two), and by more than a
+// quarter of the limit since its first. Memory the harness keeps for reuse is at most one case's
+// buffers, given back before a larger case allocates (core/large_buffer.h): one step, not a rise
+// from case to case; memory a kernel keeps from call to call rises with every case it runs (a
+// case skipped between them adds nothing, hence a majority, not every one). The suspicion is put to
+// the test by running the case again, alone, in a fresh worker (Supervisor::worker_ended): a case
+// that needs the memory itself runs out there too. Returns the loss's description, or nothing when
+// there is no such growth.
+constexpr std::size_t kLeakWindow = 6;  // the latest consecutive starts looked at
 std::optional<std::string> leak_of(const Worker& worker, const WorkerPoolSettings& settings) {
   const std::vector<std::int64_t>& starts = worker.resident_at_starts;
-  if (worker.cases_started < 2 || starts.size() < 2) return std::nullopt;
+  if (starts.size() < 4) return std::nullopt;
+  constexpr std::int64_t kRiseBytes = std::int64_t{1} << 20;
+  const std::size_t window = std::min(starts.size() - 1, kLeakWindow);  // the first may be apart
+  std::size_t rises = 0;
+  for (std::size_t at = starts.size() - window + 1; at < starts.size(); ++at) {
+    rises += starts[at] - starts[at - 1] >= kRiseBytes ? 1 : 0;
+  }
+  if (rises < 2 || 2 * rises <= window - 1) return std::nullopt;
   const std::int64_t growth = starts.back() - starts.front();
   if (growth <= settings.memory_limit_bytes / 4) return std::nullopt;
   const std::int64_t per_case = growth / static_cast<std::int64_t>(worker.cases_started - 1);
@@ -426,7 +436,10 @@ class WorkerPool::Supervisor {
   void dispatch(Worker& worker) {
     if (worker.pid <= 0 && more_cases())
       worker = start_worker(settings_, worker.device, lifeline_.read_end);
-    if (worker.pid <= 0 || !worker.ready || worker.case_index || worker.leaving) return;
+    if (worker.pid <= 0 || !worker.ready || worker.case_index || worker.leaving ||
+        worker.exit_deadline) {
+      return;  // (told there is no more work: it is exiting)
+    }
     if (!more_cases()) {
       if (!keep_workers_ &&
           !worker.exit_deadline) {  // no more work: the worker exits when it reads EOF
@@ -557,8 +570,8 @@ class WorkerPool::Supervisor {
       std::vector<std::int64_t>& starts = worker.resident_at_starts;
       starts.push_back(group_resident_bytes(worker.pid, worker.keeper));
       ++worker.cases_started;
-      if (starts.size() > 2 * kLeakCases) {
-        starts.erase(starts.begin() + 1, starts.end() - static_cast<std::ptrdiff_t>(kLeakCases));
+      if (starts.size() > 2 * kLeakWindow) {  // the first, and the latest consecutive ones
+        starts.erase(starts.begin() + 1, starts.end() - static_cast<std::ptrdiff_t>(kLeakWindow));
       }
       return;
     }
@@ -572,13 +585,16 @@ class WorkerPool::Supervisor {
     // case: it would exit with that case unanswered. A fresh worker takes the rest.
     worker.leaving = answer.contains("leaving") && answer["leaving"] == true;
     if (const auto suspect = leak_suspects_.find(index); suspect != leak_suspects_.end()) {
-      // Alone, the case ran within the limit: what filled the worker was kept from the cases
-      // before it.
+      // Alone, the case passed within the limit: what filled the worker was kept from the cases
+      // before it. A case that failed or was skipped alone keeps that verdict of its own.
       WorkerLoss leak = suspect->second;
       leak_suspects_.erase(suspect);
-      leak.description += "; alone, in a fresh worker, the case ran within the limit";
-      if (!stopped_ && !(*on_loss_)(index, leak)) stopped_ = true;
-      return;
+      const nlohmann::json& record = answer["result"];
+      if (record.is_object() && record.value("status", "") == "pass") {
+        leak.description += "; alone, in a fresh worker, the case passed within the limit";
+        if (!stopped_ && !(*on_loss_)(index, leak)) stopped_ = true;
+        return;
+      }
     }
     if (!stopped_ && !(*on_record_)(index, answer["result"])) stopped_ = true;
   }

@@ -35,13 +35,14 @@ struct WorkerLoss {
   double seconds = 0.0;     // from handing the case out to the loss: a hung case's real duration
 };
 
-// Each case ends in exactly one call of `on_record` (the worker's answer, a case_to_json record)
-// or `on_loss`; either returns false to stop the run: no further case starts, and workers still
-// busy are killed. Cases are handed out in the order of `indices`, each as the request
-// `request_of(index)` builds (a JSON object; the pool adds "index"); with several workers they may
-// finish out of order. A case is blamed for a worker's death only once the worker said it started
-// it; one whose worker died before that is handed out again (up to kMaxCaseStarts times). Throws
-// HarnessError when a worker cannot start at all.
+// Each case ends in exactly one call of `on_record` (the worker's answer, a case_to_json record,
+// or another object with the same "status": pass, fail or skip) or `on_loss`; either returns false
+// to stop the run: no further case starts, and workers still busy are killed. Cases are handed out
+// in the order of `indices`, each as the request `request_of(index)` builds (a JSON object; the
+// pool adds "index"); with several workers they may finish out of order. A case is blamed for a
+// worker's death only once the worker said it started it; one whose worker died before that is
+// handed out again (up to kMaxCaseStarts times). Throws HarnessError when a worker cannot start at
+// all.
 using WorkerRequestBuilder = std::function<nlohmann::json(std::size_t index)>;
 using WorkerRecordHandler = std::function<bool(std::size_t index, const nlohmann::json& record)>;
 using WorkerLossHandler = std::function<bool(std::size_t index, const WorkerLoss& loss)>;

@@ -18,6 +18,7 @@ packages=(
   python3-jsonschema      # scripts/check_schemas.py: reports and matrices against docs/schema/
   clang libclang-rt-dev   # libFuzzer and sanitizers
   shellcheck python3-venv # CI (.ci/run): actionlint from PyPI in a venv, shellcheck for run: blocks
+  python3-dev             # the Python bridge (--kernel-py) embeds CPython
 )
 
 missing=()

@@ -405,7 +405,7 @@ const std::vector<MatrixErrorRow> kMatrixErrors = {
      {"field /cases/0/page_size", "overflows int64"}},
     {"PagePoolLargerThanPhysicalMemory",
      one_case(R"({"seq_len": 16, "heads": 8, "head_dim": 128, "page_size": 1000000000000})"),
-     {"case m/0 (/cases/0)", "GiB", "physical memory"}},
+     {"/cases/0/page_size", "page pool of page_size 1000000000000", "GiB", "physical memory"}},
     {"CaseLargerThanPhysicalMemory",
      one_case(R"({"batch": 1024, "heads": 64, "seq_len": 1048576, "head_dim": 128})"),
      {"case m/0 (/cases/0)", "GiB", "physical memory"}},

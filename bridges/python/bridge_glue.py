@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The Python side of fuzz_attention --kernel-py: runs inside the worker's embedded interpreter.
+
+The C side (attnfuzz_python_bridge.cpp) is a plugin of the C ABI (include/attnfuzz/attnfuzz_plugin.h,
+version 2); it hands this module the addresses of the ABI's problem and tensors, which are read
+here with ctypes, and the user's function is called with views of the harness's own buffers (no
+copy), in FlashAttention's Python-API conventions:
+
+    fn(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
+       cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse)
+
+q and out are [batch, seq_len_q, heads, head_dim] (packed: [total_q, heads, head_dim]); k and v
+[batch, seq_len_k, kv_heads, head_dim] (packed: [total_k, ...]; paged: [pages, page_size, kv_heads,
+head_dim]), each with the harness's strides; window_size is (left, right) with -1 for unbounded;
+softcap is 0.0 when off; the index tensors are int32 or None; lse is an fp32 [batch, heads,
+seq_len_q] tensor to write ([heads, total_q] packed), or None. The function writes `out`, or
+returns the output, which is checked for shape, dtype and device, then copied into `out`.
+"""
+import ctypes
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import traceback
+
+FEATURE_BITS = {
+    "varlen": 1,
+    "paged_kv": 2,
+    "sliding_window": 4,
+    "softcap": 8,
+    "alibi": 16,
+    "return_lse": 32,
+}
+DTYPE_NAMES = {0: "float16", 1: "bfloat16"}
+FRAMEWORKS = ("numpy", "torch")
+
+
+class Strides(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("seq", ctypes.c_int64), ("head", ctypes.c_int64)]
+
+
+class Problem(ctypes.Structure):
+    _fields_ = [
+        ("batch", ctypes.c_int64), ("heads", ctypes.c_int64), ("kv_heads", ctypes.c_int64),
+        ("seq_len_q", ctypes.c_int64), ("seq_len_k", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+        ("dtype", ctypes.c_int32), ("causal", ctypes.c_int32), ("softmax_scale", ctypes.c_double),
+        ("q_strides", Strides), ("k_strides", Strides), ("v_strides", Strides),
+        ("o_strides", Strides),
+    ]
+
+
+class ProblemV2(ctypes.Structure):
+    _fields_ = [
+        ("base", Problem),
+        ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64),
+        ("softcap", ctypes.c_double), ("alibi", ctypes.c_int32), ("return_lse", ctypes.c_int32),
+        ("varlen_q", ctypes.c_int32), ("varlen_k", ctypes.c_int32),
+        ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
+        ("page_size", ctypes.c_int64), ("pages", ctypes.c_int64),
+        ("pages_per_sequence", ctypes.c_int64), ("lse_strides", Strides),
+    ]
+
+
+class Tensors(ctypes.Structure):
+    _fields_ = [("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+                ("o", ctypes.c_void_p), ("cuda_stream", ctypes.c_void_p)]
+
+
+class TensorsV2(ctypes.Structure):
+    _fields_ = [
+        ("base", Tensors),
+        ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p), ("alibi_slopes", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+    ]
+
+
+def problem_dict(problem):
+    """The problem as a plain dict, for attnfuzz_supports(problem)."""
+    base = problem.base
+    return {
+        "batch": base.batch, "heads": base.heads, "kv_heads": base.kv_heads,
+        "seq_len_q": base.seq_len_q, "seq_len_k": base.seq_len_k, "head_dim": base.head_dim,
+        "dtype": DTYPE_NAMES[base.dtype], "causal": bool(base.causal),
+        "softmax_scale": base.softmax_scale,
+        "window_size": (problem.window_left, problem.window_right), "softcap": problem.softcap,
+        "alibi": bool(problem.alibi), "return_lse": bool(problem.return_lse),
+        "varlen_q": bool(problem.varlen_q), "varlen_k": bool(problem.varlen_k),
+        "total_q": problem.total_q, "total_k": problem.total_k, "page_size": problem.page_size,
+    }
+
+
+def error_text(error, user_file):
+    """One line: the exception's type and message, and the innermost line of the user's file that
+    the traceback passes through (else its innermost line)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = [frame for frame in frames if user_file and os.path.abspath(frame.filename) == user_file]
+    frame = (mine or frames or [None])[-1]
+    where = "" if frame is None else " (%s:%d in %s)" % (frame.filename, frame.lineno, frame.name)
+    message = str(error)
+    return "%s%s%s" % (type(error).__name__, ": " + message if message else "", where)
+
+
+class Kernel:
+    """The user's function and what it declares."""
+
+    def __init__(self, spec, framework):
+        if framework not in FRAMEWORKS:
+            raise ValueError("--py-framework %s: one of %s" % (framework, ", ".join(FRAMEWORKS)))
+        self.framework = framework
+        source, separator, function = spec.rpartition(":")
+        if not separator or not source or not function:
+            raise ValueError("expected FILE.py:FUNCTION or MODULE:FUNCTION")
+        self.user_file = None
+        if source.endswith(".py") or os.sep in source:
+            path = os.path.abspath(source)
+            if not os.path.isfile(path):
+                raise FileNotFoundError("no such file: %s" % path)
+            self.user_file = path
+            module_name = "attnfuzz_kernel_" + re.sub(r"\W", "_", os.path.basename(path)[:-3])
+            sys.path.insert(0, os.path.dirname(path))  # its neighbours import as they would
+            module_spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[module_name] = module
+            module_spec.loader.exec_module(module)
+            stem = os.path.basename(path)[:-3]
+        else:
+            module = importlib.import_module(source)
+            self.user_file = os.path.abspath(getattr(module, "__file__", "") or "") or None
+            stem = source.rsplit(".", 1)[-1]
+        if not hasattr(module, function):
+            raise AttributeError("%s has no function %s" % (source, function))
+        self.fn = getattr(module, function)
+        if not callable(self.fn):
+            raise TypeError("%s.%s is not callable" % (source, function))
+        self.name = re.sub(r"[^A-Za-z0-9_-]", "_", "%s-%s" % (stem, function))[:64]
+        declared = getattr(self.fn, "attnfuzz_features", ())
+        unknown = sorted(set(declared) - set(FEATURE_BITS))
+        if unknown:
+            raise ValueError("attnfuzz_features: unknown %s (known: %s)"
+                             % (", ".join(unknown), ", ".join(FEATURE_BITS)))
+        self.features = sum(FEATURE_BITS[name] for name in set(declared))
+        self.device = getattr(self.fn, "attnfuzz_device", "cpu")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError("attnfuzz_device: 'cpu' or 'cuda', not %r" % (self.device,))
+        self.user_supports = getattr(self.fn, "attnfuzz_supports", None)
+        self.numpy = importlib.import_module("numpy")
+        self.torch = importlib.import_module("torch") if framework == "torch" else None
+        try:
+            self.bfloat16 = importlib.import_module("ml_dtypes").bfloat16
+        except ImportError:
+            self.bfloat16 = None
+
+    # ---- what runs ----
+
+    def supports(self, problem_address):
+        problem = ProblemV2.from_address(problem_address)
+        if problem.base.dtype == 1 and self.framework == "numpy" and self.bfloat16 is None:
+            return "bf16 through --py-framework numpy needs the ml_dtypes package (not importable)"
+        if self.user_supports is None:
+            return None
+        try:
+            reason = self.user_supports(problem_dict(problem))
+        except Exception as error:  # the user's predicate failed: say so, as a skip reason
+            return "attnfuzz_supports raised " + error_text(error, self.user_file)
+        return None if reason is None else str(reason)
+
+    def forward(self, problem_address, tensors_address):
+        """Calls the function once; returns None, or an error text."""
+        problem = ProblemV2.from_address(problem_address)
+        tensors = TensorsV2.from_address(tensors_address)
+        try:
+            arguments = self.arguments(problem, tensors)
+        except Exception as error:
+            return "the bridge could not make the tensors: " + error_text(error, None)
+        out = arguments[3]
+        try:
+            returned = self.fn(*arguments[:4], **arguments[4])
+        except Exception as error:
+            return error_text(error, self.user_file)
+        if returned is None or returned is out:
+            return None
+        return self.copy_returned(returned, out)
+
+    # ---- the tensors ----
+
+    def view(self, address, shape, element_strides, kind):
+        """A tensor over the harness's memory at `address`, of the framework asked for."""
+        np = self.numpy
+        itemsize = 4 if kind in ("float32", "int32") else 2
+        typestr = {"float16": "<f2", "bfloat16": "<u2", "float32": "<f4", "int32": "<i4"}[kind]
+
+        class Memory:
+            pass
+
+        memory = Memory()
+        memory.__array_interface__ = {
+            "version": 3, "shape": tuple(int(n) for n in shape), "typestr": typestr,
+            "data": (int(address), False),
+            "strides": tuple(int(s) * itemsize for s in element_strides),
+        }
+        array = np.asarray(memory)
+        if self.framework == "numpy":
+            return array.view(self.bfloat16) if kind == "bfloat16" else array
+        tensor = self.torch.from_dlpack(array)
+        return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
+
+    def arguments(self, problem, tensors):
+        base = problem.base
+        kind = DTYPE_NAMES[base.dtype]
+        dim = base.head_dim
+
+        def strided(address, strides, outer, rows, heads, packed):
+            if packed:
+                return self.view(address, (rows, heads, dim), (strides.seq, strides.head, 1), kind)
+            return self.view(address, (outer, rows, heads, dim),
+                             (strides.batch, strides.seq, strides.head, 1), kind)
+
+        q_rows = problem.total_q if problem.varlen_q else base.seq_len_q
+        q = strided(tensors.base.q, base.q_strides, base.batch, q_rows, base.heads, problem.varlen_q)
+        out = strided(tensors.base.o, base.o_strides, base.batch, q_rows, base.heads,
+                      problem.varlen_q)
+        if problem.page_size > 0:
+            k = strided(tensors.base.k, base.k_strides, problem.pages, problem.page_size,
+                        base.kv_heads, False)
+            v = strided(tensors.base.v, base.v_strides, problem.pages, problem.page_size,
+                        base.kv_heads, False)
+        else:
+            k_rows = problem.total_k if problem.varlen_k else base.seq_len_k
+            k = strided(tensors.base.k, base.k_strides, base.batch, k_rows, base.kv_heads,
+                        problem.varlen_k)
+            v = strided(tensors.base.v, base.v_strides, base.batch, k_rows, base.kv_heads,
+                        problem.varlen_k)
+
+        def index(address, shape):
+            return None if not address else self.view(address, shape, _contiguous(shape), "int32")
+
+        lse = None
+        if problem.return_lse and tensors.lse:
+            strides = problem.lse_strides
+            if problem.varlen_q:
+                lse = self.view(tensors.lse, (base.heads, problem.total_q), (strides.head, 1),
+                                "float32")
+            else:
+                lse = self.view(tensors.lse, (base.batch, base.heads, base.seq_len_q),
+                                (strides.batch, strides.head, 1), "float32")
+        keywords = {
+            "softmax_scale": base.softmax_scale,
+            "causal": bool(base.causal),
+            "window_size": (int(problem.window_left), int(problem.window_right)),
+            "softcap": float(problem.softcap),
+            "alibi_slopes": None if not tensors.alibi_slopes else self.view(
+                tensors.alibi_slopes, (base.heads,), (1,), "float32"),
+            "cu_seqlens_q": index(tensors.cu_seqlens_q, (base.batch + 1,)),
+            "cu_seqlens_k": index(tensors.cu_seqlens_k, (base.batch + 1,)),
+            "max_seqlen_q": int(base.seq_len_q),
+            "max_seqlen_k": int(base.seq_len_k),
+            "block_table": index(tensors.block_table, (base.batch, problem.pages_per_sequence)),
+            "lse": lse,
+        }
+        return (q, k, v, out, keywords)
+
+    def copy_returned(self, returned, out):
+        """Checks a returned output against `out` and copies it there; an error text if it does
+        not fit."""
+        shape = tuple(getattr(returned, "shape", ()))
+        if shape != tuple(out.shape):
+            return "the function returned an output of shape %s; expected %s" % (
+                shape, tuple(out.shape))
+        if getattr(returned, "dtype", None) != out.dtype:
+            return "the function returned an output of dtype %s; expected %s" % (
+                getattr(returned, "dtype", type(returned).__name__), out.dtype)
+        if self.framework == "torch":
+            if returned.device != out.device:
+                return "the function returned an output on %s; expected %s" % (
+                    returned.device, out.device)
+            out.copy_(returned)
+        else:
+            self.numpy.copyto(out, returned)
+        return None
+
+
+def _contiguous(shape):
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.insert(0, step)
+        step *= max(int(extent), 1)
+    return strides
+
+
+def load(spec, framework):
+    """The kernel named by `spec`; raises with the reason when it cannot be loaded."""
+    return Kernel(spec, framework)
