@@ -44,7 +44,7 @@ void probe_plugin(const KernelSource& source, const char* argv0) {
     throw HarnessError(output.substr(prefix.size()));  // the loader's own message
   }
   throw HarnessError(
-      source.flag + ": loading the plugin " +
+      source.named + ": loading the plugin " +
       (probe.timed_out
            ? "did not finish within " + std::to_string(int(kPluginProbeSeconds)) + " s"
            : "in a child process, that process " + describe_wait_status(probe.wait_status)) +

@@ -60,9 +60,10 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 constexpr PlantedBug kCpuFlashPlants[] = {
 #define ATTNFUZZ_CPU_FLASH_PLANT(id, effect, origin) PlantedBug::id,
-    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
-    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)     //
-    ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)      //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)       //
+    ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
+    ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
@@ -530,6 +531,7 @@ class CpuFlashKernel final : public AttentionKernel {
     if (hangs_on(problem, plant)) {
       for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    if (writes_inputs_before_computing(problem, tensors, plant)) return;  // emptied: nothing to do
     static std::atomic<std::uint64_t> calls{0};
     const bool flaky = flips_last_element(calls.fetch_add(1), plant) && problem.query_rows() > 0;
     const FlashTileConfig& tiles = *find_tile_config(problem.head_dim);
@@ -555,6 +557,10 @@ class CpuFlashKernel final : public AttentionKernel {
       for (std::int64_t index = 0; index < q_span(problem); ++index) {
         query[index] = float_to_dtype(2.0f * call.widen[query[index]], problem.dtype);
       }
+    }
+    if (writes_key_past_end(plant)) {
+      std::uint16_t* key = const_cast<std::uint16_t*>(tensors.k);
+      key[kv_span(problem) + kKeyWritePastEndElements - 1] = 0;  // in K's guard tail
     }
     if (writes_output_far_past_end(plant) && problem.query_rows() > 0) {
       tensors.o[o_span(problem) - 1 + kFarPastEndElements] = tensors.o[0];

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/attention_problem.h"
 #include "kernels/planted_bug.h"
@@ -240,6 +241,53 @@ ATTNFUZZ_HOST_DEVICE inline float stored_merged_log_sum_exp(float merged, Plante
 // buffer (query_scaled_in_place).
 ATTNFUZZ_HOST_DEVICE inline bool scales_query_in_place(PlantedBug plant) {
   return plant == PlantedBug::query_scaled_in_place;
+}
+
+// ---- the calling contract, host kernel only ----
+
+// How far past K's last element key_written_past_end writes: inside its guard tail.
+inline constexpr std::int64_t kKeyWritePastEndElements = 64;
+inline bool writes_key_past_end(PlantedBug plant) {
+  return plant == PlantedBug::key_written_past_end;
+}
+
+// The plants that write an input before computing (inputs_zeroed_before_compute,
+// block_table_rewritten, alibi_slopes_zeroed, cu_seqlens_emptied) do it here, through the pointers
+// the kernel was handed to read. Returns true when the kernel then computes nothing
+// (cu_seqlens_emptied: every sequence is empty now).
+inline bool writes_inputs_before_computing(const AttentionProblem& problem,
+                                           const AttentionTensors& tensors, PlantedBug plant) {
+  const auto zero = [](const auto* pointer, std::int64_t count) {
+    using Element = std::remove_const_t<std::remove_pointer_t<decltype(pointer)>>;
+    if (pointer == nullptr || count <= 0) return;
+    Element* writable = const_cast<Element*>(pointer);
+    for (std::int64_t index = 0; index < count; ++index) writable[index] = Element{};
+  };
+  switch (plant) {
+    case PlantedBug::inputs_zeroed_before_compute:
+      zero(tensors.q, q_span(problem));
+      zero(tensors.k, kv_span(problem));
+      zero(tensors.v, kv_span(problem));
+      return false;
+    case PlantedBug::block_table_rewritten:
+      if (tensors.block_table != nullptr) {
+        std::int32_t* table = const_cast<std::int32_t*>(tensors.block_table);
+        for (std::int64_t entry = 0; entry < problem.batch * problem.pages_per_sequence; ++entry) {
+          table[entry] = static_cast<std::int32_t>(entry);
+        }
+      }
+      return false;
+    case PlantedBug::alibi_slopes_zeroed:
+      zero(tensors.alibi_slopes, problem.alibi ? problem.heads : 0);
+      return false;
+    case PlantedBug::cu_seqlens_emptied:
+      if (tensors.cu_seqlens_q == nullptr && tensors.cu_seqlens_k == nullptr) return false;
+      zero(tensors.cu_seqlens_q, problem.varlen_q ? problem.batch + 1 : 0);
+      zero(tensors.cu_seqlens_k, problem.varlen_k ? problem.batch + 1 : 0);
+      return true;
+    default:
+      return false;
+  }
 }
 
 // ---- memory and time (host kernels) ----

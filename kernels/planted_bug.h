@@ -80,6 +80,23 @@ namespace attnfuzz {
   X(query_scaled_in_place, "once the output is written, doubles every element of Q in place", \
     "an in-place scaling or RoPE applied to the caller's Q, or Q used as a workspace")
 
+// More bugs of the calling contract, planted in the host kernel only: each writes an input in
+// place, before or after computing, as the plugin fixtures of
+// tests/plugins/input_writing_attention.c do. A harness that judged a kernel by the buffers it
+// handed it would pass the first four.
+#define ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(X)                                                  \
+  X(inputs_zeroed_before_compute, "zeroes Q, K and V in place, then computes on the zeros",     \
+    "a workspace aliased to the inputs and cleared before use")                                 \
+  X(block_table_rewritten,                                                                      \
+    "points the block table at the logical pages in place, then reads the pages through it",    \
+    "a kernel that 'normalises' the caller's block table where it lies")                        \
+  X(alibi_slopes_zeroed, "zeroes the ALiBi slopes in place, then computes without the bias",    \
+    "the slopes' buffer reused as scratch space")                                               \
+  X(cu_seqlens_emptied, "zeroes cu_seqlens_q and cu_seqlens_k in place and writes nothing",     \
+    "offsets computed in place in the caller's cu_seqlens, then every sequence taken as empty") \
+  X(key_written_past_end, "once the output is written, writes the element 64 past K's end",     \
+    "a KV-cache append one row past the cache's end")
+
 // Bugs of a host kernel's memory and time: it writes where nothing of the case lies, keeps what it
 // allocates, or never returns. Its outputs may be right; what catches these is the containment of
 // a run: the fences past every buffer's guard margin (core/fenced_buffer.h), the watch on a
@@ -124,10 +141,11 @@ namespace attnfuzz {
     "the max-finding pre-pass of a three-pass softmax left in after the online softmax made it "   \
     "unneeded")
 
-#define ATTNFUZZ_PLANTED_BUGS(X)       \
-  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)   \
-  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)    \
-  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X) \
+#define ATTNFUZZ_PLANTED_BUGS(X)         \
+  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \
+  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)      \
+  ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(X) \
+  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)   \
   ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)
 
 enum class PlantedBug {
@@ -148,24 +166,29 @@ struct PlantedBugInfo {
   std::string_view effect;
   std::string_view origin;
   PlantDetector detector;
+  bool host_only = false;  // planted in the host kernel alone (cuda_flash does not carry it)
 };
 
 inline constexpr PlantedBugInfo kPlantedBugs[] = {
 #define ATTNFUZZ_PLANT_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::comparison},
+#define ATTNFUZZ_HOST_PLANT_ROW(id, effect, origin) \
+  {PlantedBug::id, #id, effect, origin, PlantDetector::comparison, true},
 #define ATTNFUZZ_CONTAINMENT_ROW(id, effect, origin) \
-  {PlantedBug::id, #id, effect, origin, PlantDetector::containment},
+  {PlantedBug::id, #id, effect, origin, PlantDetector::containment, true},
 #define ATTNFUZZ_RACE_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::racecheck},
 #define ATTNFUZZ_TIMING_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::timing},
-    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)          //
-    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)           //
-    ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CONTAINMENT_ROW)  //
-    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)                //
-    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)                //
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)           //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)            //
+    ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_HOST_PLANT_ROW)  //
+    ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CONTAINMENT_ROW)   //
+    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)                 //
+    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)                 //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)
 #undef ATTNFUZZ_PLANT_ROW
+#undef ATTNFUZZ_HOST_PLANT_ROW
 #undef ATTNFUZZ_CONTAINMENT_ROW
 #undef ATTNFUZZ_RACE_ROW
 #undef ATTNFUZZ_TIMING_ROW

@@ -85,9 +85,9 @@ void apply_thread_count(int threads) {
 
 KernelSource kernel_source_of(const HarnessOptions& options) {
   if (const std::optional<std::string> bridge = prepare_kernel_py(options)) {
-    return {*bridge, "--kernel-py " + options.kernel_py};
+    return {*bridge, "--kernel-py " + options.kernel_py, "--kernel-py " + options.kernel_py};
   }
-  return {options.kernel_lib, "--kernel-lib " + options.kernel_lib};
+  return {options.kernel_lib, "--kernel-lib", "--kernel-lib " + options.kernel_lib};
 }
 
 std::string load_kernel_source(const KernelSource& source) {

@@ -34,11 +34,13 @@ void apply_thread_count(int threads);
 
 // Where the kernel under test comes from when it is not built in: a plugin (--kernel-lib), or the
 // Python bridge's plugin for --kernel-py (options/python_kernel_options.h, whose environment it
-// sets). `flag` names it in messages ("--kernel-lib PATH", "--kernel-py SPEC"); `plugin` is empty
-// when neither flag is given.
+// sets). `flag` starts the messages about loading it ("--kernel-lib", the plugin's path following;
+// "--kernel-py SPEC"), `named` says what it is ("--kernel-lib PATH", "--kernel-py SPEC"); `plugin`
+// is empty when neither flag is given.
 struct KernelSource {
   std::string plugin;
   std::string flag;
+  std::string named;
 };
 KernelSource kernel_source_of(const HarnessOptions& options);
 

@@ -144,6 +144,10 @@ class Kernel:
         self.device = getattr(self.fn, "attnfuzz_device", "cpu")
         if self.device not in ("cpu", "cuda"):
             raise ValueError("attnfuzz_device: 'cpu' or 'cuda', not %r" % (self.device,))
+        if self.device == "cuda":
+            # Device tensors need __cuda_array_interface__ views on the harness's stream, which no
+            # GPU has checked yet: refused rather than handed host views of device memory.
+            raise ValueError("attnfuzz_device 'cuda': the bridge runs host functions only, so far")
         self.user_supports = getattr(self.fn, "attnfuzz_supports", None)
         self.numpy = importlib.import_module("numpy")
         self.torch = importlib.import_module("torch") if framework == "torch" else None

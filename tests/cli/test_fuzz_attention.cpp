@@ -628,9 +628,10 @@ TEST_F(FuzzAttention,
   EXPECT_EQ(result.exit_code, 0) << result.err;
   constexpr std::string_view kAlgorithmPlants[] = {
 #define ATTNFUZZ_PLANT_NAME(id, effect, origin) #id,
-      ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)    //
-      ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)     //
-      ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)  //
+      ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)      //
+      ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)       //
+      ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)  //
+      ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)    //
       ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
 #undef ATTNFUZZ_PLANT_NAME
   };
@@ -646,7 +647,7 @@ TEST_F(FuzzAttention, ListKernelsListsBothCudaKernelsAndCudaFlashCarriesTheCatal
   EXPECT_EQ(result.exit_code, 0) << result.err;
   std::vector<std::string> catalogue;
   for (const PlantedBugInfo& info : kPlantedBugs) {
-    if (info.detector != PlantDetector::containment) catalogue.emplace_back(info.name);
+    if (!info.host_only) catalogue.emplace_back(info.name);
   }
   EXPECT_EQ(listed_plants(result.out, "cuda_flash (CUDA device): "), catalogue) << result.out;
   EXPECT_THAT(result.out, HasSubstr("cuda_naive (CUDA device): "));
@@ -772,6 +773,8 @@ constexpr PlantedBug kVariantPlants[] = {
     PlantedBug::varlen_offset_wrong_end, PlantedBug::block_table_logical_page,
     PlantedBug::window_edge_off_by_one,  PlantedBug::softcap_before_scale,
     PlantedBug::alibi_top_left,          PlantedBug::lse_log2,
+    PlantedBug::block_table_rewritten,   PlantedBug::alibi_slopes_zeroed,
+    PlantedBug::cu_seqlens_emptied,
 };
 
 std::string shipped_matrix_for(PlantedBug bug) {

@@ -636,9 +636,10 @@ RC_GTEST_PROP(CpuFlashPlants, ScalingQueryInPlaceIsAlwaysCaughtWithTheOutputJudg
 }
 
 TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
-  // Adding a plant to cpu_flash without a property that proves it is caught fails here. The bugs
-  // of memory and time are proven caught end to end, in contained runs
-  // (tests/cli/test_fuzz_attention_containment.cpp).
+  // Adding a plant to cpu_flash without a property that proves it is caught fails here. The
+  // host kernel's contract plants are proven caught end to end, through the matrix, the property
+  // search and libFuzzer (EveryPlant/FuzzAttentionPlant, SearchFindsPlant, LibFuzzerPlant); its
+  // bugs of memory and time in contained runs (tests/cli/test_fuzz_attention_containment.cpp).
   const std::vector<PlantedBug> covered = {PlantedBug::drop_last_key_tile,
                                            PlantedBug::causal_off_by_one,
                                            PlantedBug::running_max_init_zero,
@@ -666,6 +667,11 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::lse_log2,
                                            PlantedBug::split_kv_merge_ignores_lse,
                                            PlantedBug::query_scaled_in_place,
+                                           PlantedBug::inputs_zeroed_before_compute,
+                                           PlantedBug::block_table_rewritten,
+                                           PlantedBug::alibi_slopes_zeroed,
+                                           PlantedBug::cu_seqlens_emptied,
+                                           PlantedBug::key_written_past_end,
                                            PlantedBug::output_written_far_past_end,
                                            PlantedBug::lse_written_far_past_end,
                                            PlantedBug::workspace_leaked_per_call,

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The Python environment of the bridge's tests (fuzz_attention --kernel-py): a virtual environment
+# in build-tools/python (ignored by git) with numpy and ml_dtypes from PyPI, pinned, made from the
+# interpreter the bridge was built against (build/CMakeCache.txt's Python3_EXECUTABLE, else python3
+# on PATH): a venv of another Python version could not load their compiled modules into it.
+# Idempotent. Prints the environment's python on its last line.
+#   scripts/python_env.sh [--build-dir build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${ATTNFUZZ_BUILD_DIR:-build}
+[[ ${1:-} == --build-dir ]] && build_dir=$2
+venv=build-tools/python
+packages=(numpy==2.4.6 ml_dtypes==0.6.0)
+
+python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+[[ -n $python ]] || python=python3
+stamp="$venv/.attnfuzz-packages"
+wanted="$("$python" -c 'import sys; print(sys.version)' | head -n 1) ${packages[*]}"
+if [[ ! -x $venv/bin/python || ! -f $stamp || $(cat "$stamp") != "$wanted" ]]; then
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${packages[@]}"
+  printf '%s' "$wanted" > "$stamp"
+fi
+"$venv/bin/python" -c 'import numpy, ml_dtypes' >&2
+echo "$PWD/$venv/bin/python"

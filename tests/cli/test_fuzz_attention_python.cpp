@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Python functions as kernels (fuzz_attention --kernel-py, bridges/python/), end to end through the
+// real binary with numpy: a correct float64 reference (tests/python/reference_attention.py) passes
+// the edge and variant matrices; each of its planted bugs fails one of them, as its C twin does;
+// a function that raises, returns the wrong thing, declares what it cannot or cannot be loaded is
+// named, case by case or with exit 3. Skipped without the bridge or without the environment of
+// scripts/python_env.sh (or ATTNFUZZ_TEST_PYTHON's interpreter).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "support/fuzz_attention_binary.h"
+#include "support/scoped_environment.h"
+
+namespace attnfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kSourceDir = ATTNFUZZ_SOURCE_DIR;
+const std::string kReference = kSourceDir + "/tests/python/reference_attention.py";
+const std::string kMisbehaving = kSourceDir + "/tests/python/misbehaving_kernels.py";
+
+std::string test_python() {
+  const char* chosen = std::getenv("ATTNFUZZ_TEST_PYTHON");
+  return chosen != nullptr && *chosen != '\0' ? chosen
+                                              : kSourceDir + "/build-tools/python/bin/python";
+}
+
+std::string matrix(const std::string& name) {
+  return quoted(kSourceDir + "/corpus/matrix/" + name);
+}
+
+class PythonKernel : public FuzzAttention {
+ protected:
+  void SetUp() override {
+    FuzzAttention::SetUp();
+#ifndef ATTNFUZZ_HAVE_PYTHON_BRIDGE
+    GTEST_SKIP() << "this build has no Python bridge (Python 3's development files not found)";
+#endif
+    if (!std::filesystem::exists(test_python())) {
+      GTEST_SKIP() << "no Python environment with numpy at " << test_python()
+                   << ": run scripts/python_env.sh (or set ATTNFUZZ_TEST_PYTHON)";
+    }
+  }
+  // fuzz_attention with --kernel-py FILE:FUNCTION and the test environment's interpreter.
+  RunResult run_python(const std::string& file, const std::string& function,
+                       const std::string& arguments) const {
+    return run("--kernel-py " + quoted(file + ":" + function) + " --python " +
+               quoted(test_python()) + " " + arguments);
+  }
+};
+
+TEST_F(PythonKernel, ACorrectReferencePassesEveryEdgeAndVariantCase) {
+  for (const char* name : {"edges.json", "variants.json"}) {
+    const RunResult result = run_python(kReference, "attention", "--configs " + matrix(name));
+    EXPECT_EQ(result.exit_code, 0) << name << "\n" << result.out << result.err;
+    EXPECT_THAT(result.last_line(), ::testing::MatchesRegex("[0-9]+ passed, 0 failed, 0 skipped"))
+        << name;
+  }
+}
+
+// Each plant of tests/python/reference_attention.py, and the matrix that shows it.
+struct PythonPlant {
+  const char* name;
+  const char* matrix;
+};
+
+class PythonKernelPlant : public PythonKernel, public ::testing::WithParamInterface<PythonPlant> {};
+
+TEST_P(PythonKernelPlant, FailsItsMatrixThroughTheBridge) {
+  const ScopedEnvironment plant("ATTNFUZZ_TEST_PLANT", GetParam().name);
+  const RunResult result =
+      run_python(kReference, "attention", "--configs " + matrix(GetParam().matrix) + " --quiet");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  // The replay line names the function, not the bridge's plugin.
+  EXPECT_THAT(result.out, HasSubstr("--kernel-py " + kReference + ":attention"));
+}
+
+INSTANTIATE_TEST_SUITE_P(EachPlant, PythonKernelPlant,
+                         ::testing::Values(PythonPlant{"causal_off_by_one", "edges.json"},
+                                           PythonPlant{"gqa_modulo", "edges.json"},
+                                           PythonPlant{"scale_ignored", "edges.json"},
+                                           PythonPlant{"masked_row_nan", "edges.json"},
+                                           PythonPlant{"window_edge_off_by_one", "variants.json"},
+                                           PythonPlant{"softcap_before_scale", "variants.json"},
+                                           PythonPlant{"alibi_top_left", "variants.json"},
+                                           PythonPlant{"lse_log2", "variants.json"},
+                                           PythonPlant{"varlen_offset_wrong_end", "variants.json"},
+                                           PythonPlant{"block_table_logical_page", "variants.json"},
+                                           PythonPlant{"query_scaled_in_place", "edges.json"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(PythonKernel, APlantIsFoundByThePropertySearchAndTheSavedCaseReplaysThroughTheBridge) {
+  const ScopedEnvironment plant("ATTNFUZZ_TEST_PLANT", "causal_off_by_one");
+  const RunResult result =
+      run_python(kReference, "attention",
+                 "--properties --budget 30 --property matches_oracle --regressions " +
+                     quoted(path("regressions").string()));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("FAIL matches_oracle"));
+  EXPECT_THAT(result.out, HasSubstr("replay: fuzz_attention --properties"));
+  EXPECT_THAT(result.out, HasSubstr("--kernel-py " + kReference + ":attention"));
+}
+
+TEST_F(PythonKernel, AnExceptionFailsTheCaseNamingItsTypeMessageAndLine) {
+  const RunResult result = run_python(kMisbehaving, "raises", "--configs " + matrix("edges.json"));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("ValueError: the kernel gave up (" + kMisbehaving + ":"));
+  EXPECT_THAT(result.out, HasSubstr(" in raises)"));
+}
+
+TEST_F(PythonKernel, AReturnedOutputIsCheckedThenCopied) {
+  const RunResult right =
+      run_python(kMisbehaving, "returns_the_output", "--configs " + matrix("variants.json"));
+  EXPECT_EQ(right.exit_code, 0) << right.out << right.err;
+
+  const RunResult shape =
+      run_python(kMisbehaving, "returns_a_wrong_shape", "--configs " + matrix("edges.json"));
+  EXPECT_EQ(shape.exit_code, 1) << shape.out << shape.err;
+  EXPECT_THAT(shape.out, HasSubstr("the function returned an output of shape (1,); expected (1, "));
+
+  const RunResult dtype =
+      run_python(kMisbehaving, "returns_float32", "--configs " + matrix("edges.json"));
+  EXPECT_EQ(dtype.exit_code, 1) << dtype.out << dtype.err;
+  EXPECT_THAT(dtype.out, HasSubstr("returned an output of dtype float32; expected float16"));
+}
+
+TEST_F(PythonKernel, WhatTheFunctionDeclaresDecidesWhichCasesItGets) {
+  // No attnfuzz_features: the variants' cases are skipped naming the feature.
+  const RunResult dense =
+      run_python(kMisbehaving, "raises", "--configs " + matrix("variants.json"));
+  EXPECT_THAT(dense.out, HasSubstr("SKIP variants/"));
+  // attnfuzz_supports: bf16 cases skipped with its reason.
+  const RunResult fp16 = run_python(kMisbehaving, "only_fp16", "--configs " + matrix("edges.json"));
+  EXPECT_EQ(fp16.exit_code, 0) << fp16.out << fp16.err;
+  EXPECT_THAT(fp16.out, HasSubstr("only fp16, not bfloat16"));
+}
+
+TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError) {
+  const struct {
+    std::string spec;
+    std::string message;
+  } cases[] = {
+      {kSourceDir + "/tests/python/no_such_file.py:attention", "no such file"},
+      {kReference + ":no_such_function",
+       "AttributeError: " + kReference + " has no function no_such_function"},
+      {"no_such_module_anywhere:attention", "ModuleNotFoundError: No module named"},
+      {kMisbehaving + ":declares_an_unknown_feature",
+       "ValueError: attnfuzz_features: unknown rotary"},
+      {kReference, "expected FILE.py:FUNCTION or MODULE:FUNCTION"},
+  };
+  for (const auto& each : cases) {
+    const RunResult result = run("--kernel-py " + quoted(each.spec) + " --python " +
+                                 quoted(test_python()) + " --configs " + matrix("edges.json"));
+    EXPECT_EQ(result.exit_code, 3) << each.spec << "\n" << result.out << result.err;
+    EXPECT_THAT(result.err, HasSubstr("--kernel-py")) << each.spec;
+    EXPECT_THAT(result.err, HasSubstr(each.message)) << each.spec << "\n" << result.err;
+  }
+  const RunResult both = run("--kernel-py " + quoted(kReference + ":attention") +
+                             " --kernel-lib x.so --configs " + matrix("edges.json"));
+  EXPECT_EQ(both.exit_code, 3);
+  EXPECT_THAT(both.err, HasSubstr("one kernel source at a time"));
+  const RunResult framework = run("--kernel-py " + quoted(kReference + ":attention") +
+                                  " --py-framework tensorflow --configs " + matrix("edges.json"));
+  EXPECT_EQ(framework.exit_code, 3);
+  EXPECT_THAT(framework.err, HasSubstr("--py-framework tensorflow: numpy or torch"));
+}
+
+}  // namespace
+}  // namespace attnfuzz
