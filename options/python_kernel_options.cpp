@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "options/python_kernel_options.h"
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
 
 #include "core/harness_error.h"
+#include "run/child_process.h"
 
 namespace attnfuzz {
 namespace {
@@ -14,6 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kFrameworks[] = {"numpy", "torch"};
+// How long the interpreter may take to say its version (a cold start of a large environment).
+constexpr double kPythonProbeSeconds = 60.0;
 
 // The first executable file `name` on PATH, absolute; empty when there is none.
 std::string find_on_path(const std::string& name) {
@@ -74,6 +79,9 @@ std::optional<std::string> prepare_kernel_py(const HarnessOptions& options) {
   }
   std::string source = spec.substr(0, colon);
   const bool is_file = source.ends_with(".py") || source.find('/') != std::string::npos;
+  if (is_file && !source.ends_with(".py")) {
+    throw HarnessError("--kernel-py " + spec + ": a file must end in .py (a module is a.b.c)");
+  }
   if (is_file) {
     std::error_code error;
     const fs::path file = fs::absolute(source, error);
@@ -98,6 +106,24 @@ std::optional<std::string> prepare_kernel_py(const HarnessOptions& options) {
     if (!fs::exists(python, error))
       throw HarnessError("--python " + options.python + ": no such file");
   }
+  // The bridge links one libpython; another version's packages are not its to import.
+  const ChildRun version = run_child(
+      {python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"}, kPythonProbeSeconds);
+  std::string found = version.output;
+  while (!found.empty() && (found.back() == '\n' || found.back() == '\r')) found.pop_back();
+  if (version.timed_out || !WIFEXITED(version.wait_status) ||
+      WEXITSTATUS(version.wait_status) != 0) {
+    throw HarnessError(
+        "--python " + python + ": could not be run (" +
+        (version.timed_out ? "no answer" : describe_wait_status(version.wait_status)) + ")");
+  }
+#ifdef ATTNFUZZ_PYTHON_BRIDGE_VERSION
+  if (found != ATTNFUZZ_PYTHON_BRIDGE_VERSION) {
+    throw HarnessError("--python " + python + " is Python " + found +
+                       "; this build's bridge embeds Python " ATTNFUZZ_PYTHON_BRIDGE_VERSION
+                       ": give --python an interpreter (or a virtual environment) of that version");
+  }
+#endif
   const std::string bridge = find_bridge();
   if (bridge.empty()) {
     throw HarnessError(

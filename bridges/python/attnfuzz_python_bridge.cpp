@@ -105,7 +105,16 @@ Bridge load() {
   PyObject* globals = PyModule_GetDict(glue);
   PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
   PyObject* ran = PyRun_String(kBridgeGlueSource, Py_file_input, globals, globals);
-  if (ran == nullptr) fail_to_load("the bridge's own code failed: " + python_error_text());
+  if (ran == nullptr) {
+    // Most likely the interpreter's standard library is another build's than the libpython here.
+    Dl_info info{};
+    const bool found = dladdr(reinterpret_cast<void*>(&Py_InitializeFromConfig), &info) != 0;
+    fail_to_load(
+        "the bridge's own code failed: " + python_error_text() + " (the bridge embeds Python " +
+        std::string(Py_GetVersion()).substr(0, 6) +
+        (found && info.dli_fname != nullptr ? " from " + std::string(info.dli_fname) : "") +
+        ": --python must be that installation's interpreter, or a venv made from it)");
+  }
   Py_DECREF(ran);
   const char* spec = std::getenv("ATTNFUZZ_KERNEL_PY");
   if (spec == nullptr || *spec == '\0') fail_to_load("ATTNFUZZ_KERNEL_PY is not set");

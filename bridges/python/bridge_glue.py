@@ -92,14 +92,15 @@ def problem_dict(problem):
 
 
 def error_text(error, user_file):
-    """One line: the exception's type and message, and the innermost line of the user's file that
-    the traceback passes through (else its innermost line)."""
+    """One line: the exception's type, the innermost line of the user's file that the traceback
+    passes through (else its innermost line), and its message last (a long message is what gets
+    cut, not the place)."""
     frames = traceback.extract_tb(error.__traceback__)
     mine = [frame for frame in frames if user_file and os.path.abspath(frame.filename) == user_file]
     frame = (mine or frames or [None])[-1]
     where = "" if frame is None else " (%s:%d in %s)" % (frame.filename, frame.lineno, frame.name)
     message = str(error)
-    return "%s%s%s" % (type(error).__name__, ": " + message if message else "", where)
+    return "%s%s%s" % (type(error).__name__, where, ": " + message if message else "")
 
 
 class Kernel:
@@ -109,11 +110,21 @@ class Kernel:
         if framework not in FRAMEWORKS:
             raise ValueError("--py-framework %s: one of %s" % (framework, ", ".join(FRAMEWORKS)))
         self.framework = framework
+        # The frameworks first: a file's neighbours, put first on sys.path below, must not shadow
+        # them (a numpy.py beside the kernel).
+        self.numpy = importlib.import_module("numpy")
+        self.torch = importlib.import_module("torch") if framework == "torch" else None
+        try:
+            self.bfloat16 = importlib.import_module("ml_dtypes").bfloat16
+        except ImportError:
+            self.bfloat16 = None
         source, separator, function = spec.rpartition(":")
         if not separator or not source or not function:
             raise ValueError("expected FILE.py:FUNCTION or MODULE:FUNCTION")
         self.user_file = None
         if source.endswith(".py") or os.sep in source:
+            if not source.endswith(".py"):
+                raise ValueError("a file must end in .py: %s" % source)
             path = os.path.abspath(source)
             if not os.path.isfile(path):
                 raise FileNotFoundError("no such file: %s" % path)
@@ -126,6 +137,9 @@ class Kernel:
             module_spec.loader.exec_module(module)
             stem = os.path.basename(path)[:-3]
         else:
+            # As `python -c` would: modules of the working directory import too (last, so that
+            # they shadow nothing installed).
+            sys.path.append(os.getcwd())
             module = importlib.import_module(source)
             self.user_file = os.path.abspath(getattr(module, "__file__", "") or "") or None
             stem = source.rsplit(".", 1)[-1]
@@ -149,12 +163,6 @@ class Kernel:
             # GPU has checked yet: refused rather than handed host views of device memory.
             raise ValueError("attnfuzz_device 'cuda': the bridge runs host functions only, so far")
         self.user_supports = getattr(self.fn, "attnfuzz_supports", None)
-        self.numpy = importlib.import_module("numpy")
-        self.torch = importlib.import_module("torch") if framework == "torch" else None
-        try:
-            self.bfloat16 = importlib.import_module("ml_dtypes").bfloat16
-        except ImportError:
-            self.bfloat16 = None
 
     # ---- what runs ----
 
@@ -168,7 +176,9 @@ class Kernel:
             reason = self.user_supports(problem_dict(problem))
         except Exception as error:  # the user's predicate failed: say so, as a skip reason
             return "attnfuzz_supports raised " + error_text(error, self.user_file)
-        return None if reason is None else str(reason)
+        if reason is None or reason is True:
+            return None
+        return "attnfuzz_supports returned False" if reason is False else str(reason)
 
     def forward(self, problem_address, tensors_address):
         """Calls the function once; returns None, or an error text."""
@@ -181,7 +191,7 @@ class Kernel:
         out = arguments[3]
         try:
             returned = self.fn(*arguments[:4], **arguments[4])
-        except Exception as error:
+        except BaseException as error:  # SystemExit and KeyboardInterrupt are the function's too
             return error_text(error, self.user_file)
         if returned is None or returned is out:
             return None

@@ -104,13 +104,20 @@ TEST_F(PythonKernel, APlantIsFoundByThePropertySearchAndTheSavedCaseReplaysThrou
   EXPECT_THAT(result.out, HasSubstr("FAIL matches_oracle"));
   EXPECT_THAT(result.out, HasSubstr("replay: fuzz_attention --properties"));
   EXPECT_THAT(result.out, HasSubstr("--kernel-py " + kReference + ":attention"));
+  // The saved case fails again when replayed through the bridge, and passes without the plant.
+  const auto saved = std::filesystem::directory_iterator(path("regressions"))->path();
+  const std::string replay =
+      "--properties --property matches_oracle --replay " + quoted(saved.string());
+  EXPECT_EQ(run_python(kReference, "attention", replay).exit_code, 1);
+  const ScopedEnvironment no_plant("ATTNFUZZ_TEST_PLANT", "none");
+  EXPECT_EQ(run_python(kReference, "attention", replay).exit_code, 0);
 }
 
 TEST_F(PythonKernel, AnExceptionFailsTheCaseNamingItsTypeMessageAndLine) {
   const RunResult result = run_python(kMisbehaving, "raises", "--configs " + matrix("edges.json"));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_THAT(result.out, HasSubstr("ValueError: the kernel gave up (" + kMisbehaving + ":"));
-  EXPECT_THAT(result.out, HasSubstr(" in raises)"));
+  EXPECT_THAT(result.out, ::testing::ContainsRegex("ValueError \\(" + kMisbehaving +
+                                                   ":[0-9]+ in raises\\): the kernel gave up"));
 }
 
 TEST_F(PythonKernel, AReturnedOutputIsCheckedThenCopied) {
@@ -130,10 +137,14 @@ TEST_F(PythonKernel, AReturnedOutputIsCheckedThenCopied) {
 }
 
 TEST_F(PythonKernel, WhatTheFunctionDeclaresDecidesWhichCasesItGets) {
-  // No attnfuzz_features: the variants' cases are skipped naming the feature.
+  // No attnfuzz_features: every case of the variants' matrix (each uses one) is skipped naming its
+  // feature, and nothing ran (exit 2).
   const RunResult dense =
-      run_python(kMisbehaving, "raises", "--configs " + matrix("variants.json"));
-  EXPECT_THAT(dense.out, HasSubstr("SKIP variants/"));
+      run_python(kMisbehaving, "only_fp16", "--configs " + matrix("variants.json"));
+  EXPECT_EQ(dense.exit_code, 2) << dense.out << dense.err;
+  EXPECT_THAT(dense.out,
+              HasSubstr("misbehaving_kernels-only_fp16 (plugin) does not support varlen"));
+  EXPECT_THAT(dense.out, HasSubstr("(plugin) does not support paged K/V"));
   // attnfuzz_supports: bf16 cases skipped with its reason.
   const RunResult fp16 = run_python(kMisbehaving, "only_fp16", "--configs " + matrix("edges.json"));
   EXPECT_EQ(fp16.exit_code, 0) << fp16.out << fp16.err;
@@ -152,6 +163,7 @@ TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError
       {kMisbehaving + ":declares_an_unknown_feature",
        "ValueError: attnfuzz_features: unknown rotary"},
       {kReference, "expected FILE.py:FUNCTION or MODULE:FUNCTION"},
+      {kSourceDir + "/tests/python:attention", "a file must end in .py"},
   };
   for (const auto& each : cases) {
     const RunResult result = run("--kernel-py " + quoted(each.spec) + " --python " +
