@@ -7,8 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include "case/attention_case.h"
@@ -91,7 +93,9 @@ TEST(KernelTimer, ARealKernelStopsOnceItsMedianIsKnownOrItsTimeIsSpent) {
 }
 
 // The performance plant the gate is tested with: cpu_flash with slow_extra_pass is at least 15%
-// slower. Rounds of the two alternate, so that a machine busy with other tests slows both alike.
+// slower. Rounds of the two alternate, so that a machine busy with other tests slows both alike,
+// and the fastest round of each is compared: load only ever adds time, so the minimum is what the
+// kernel costs (a median ratio fell to 0.98 on a machine building and testing beside it).
 TEST(KernelTimer, TheSlowExtraPassPlantSlowsCpuFlashByMoreThanFifteenPercent) {
   AttentionCase attention_case = small_case();
   attention_case.seq_len_q = attention_case.seq_len_k = 192;
@@ -108,8 +112,17 @@ TEST(KernelTimer, TheSlowExtraPassPlantSlowsCpuFlashByMoreThanFifteenPercent) {
         time_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::slow_extra_pass, settings)
             .rounds_ms[0]);
   }
-  const RatioInterval ratio = median_ratio_interval(plain, planted, 1);
-  EXPECT_GT(ratio.ratio, 1.15) << "[" << ratio.low << ", " << ratio.high << "]";
+  const auto fastest = [](const TimingRounds& rounds) {
+    double least = std::numeric_limits<double>::infinity();
+    for (const auto& samples : rounds) {
+      for (const double sample : samples) least = std::min(least, sample);
+    }
+    return least;
+  };
+  const double fastest_plain = fastest(plain);
+  const double fastest_planted = fastest(planted);
+  EXPECT_GT(fastest_planted / fastest_plain, 1.15)
+      << "fastest rounds: " << fastest_plain << " ms plain, " << fastest_planted << " ms planted";
 }
 
 TEST(KernelTimer, TheWorkCountsTheCausalHalfAndTheCompulsoryBytes) {
