@@ -139,8 +139,15 @@ std::optional<std::string> prepare_kernel_py(const HarnessOptions& options) {
 std::vector<std::pair<std::string, std::string>> kernel_py_flags_of(const HarnessOptions& options) {
   std::vector<std::pair<std::string, std::string>> flags;
   if (options.kernel_py.empty()) return flags;
-  flags.emplace_back("--kernel-py", options.kernel_py);
-  if (!options.python.empty()) flags.emplace_back("--python", options.python);
+  // As prepare_kernel_py resolved them (an absolute file, the interpreter PATH gave): a replay from
+  // another folder, or with another PATH, runs the same function in the same environment.
+  const auto resolved = [](const char* variable, const std::string& given) {
+    const char* value = std::getenv(variable);
+    return value != nullptr && *value != '\0' ? std::string(value) : given;
+  };
+  flags.emplace_back("--kernel-py", resolved("ATTNFUZZ_KERNEL_PY", options.kernel_py));
+  const std::string python = resolved("ATTNFUZZ_PYTHON", options.python);
+  if (!python.empty()) flags.emplace_back("--python", python);
   if (options.py_framework != "numpy") flags.emplace_back("--py-framework", options.py_framework);
   return flags;
 }

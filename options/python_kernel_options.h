@@ -22,8 +22,9 @@ namespace attnfuzz {
 // bridge.
 std::optional<std::string> prepare_kernel_py(const HarnessOptions& options);
 
-// The flags that name the function again in a replay command: --kernel-py, and --python and
-// --py-framework where given.
+// The flags that name the function again in a replay command, as prepare_kernel_py resolved them:
+// --kernel-py with an absolute file, --python (the interpreter used, given or found on PATH), and
+// --py-framework unless numpy.
 std::vector<std::pair<std::string, std::string>> kernel_py_flags_of(const HarnessOptions& options);
 
 }  // namespace attnfuzz
