@@ -81,6 +81,20 @@ AttentionTensors DeviceIndexArrays::bind(AttentionTensors tensors) const {
   return tensors;
 }
 
+std::optional<std::string> find_changed_device_input(const AttentionProblem& problem,
+                                                     const AttentionInputs& inputs,
+                                                     const DeviceArray<std::uint16_t>& q,
+                                                     const DeviceArray<std::uint16_t>& k,
+                                                     const DeviceArray<std::uint16_t>& v,
+                                                     const DeviceIndexArrays& index_arrays) {
+  KernelInputs handed = KernelInputs::copy_of(problem, inputs);
+  q.copy_to_host(handed.q.data(), handed.q.size());
+  k.copy_to_host(handed.k.data(), handed.k.size());
+  v.copy_to_host(handed.v.data(), handed.v.size());
+  index_arrays.copy_to_host(handed);
+  return find_changed_input(problem, inputs, handed);
+}
+
 KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
                                 const AttentionInputs& inputs, PlantedBug plant,
                                 GuardedOutput& output) {
@@ -122,12 +136,7 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
                                        cudaMemcpyDeviceToHost));
       }
       // The inputs as the kernel left them on the device, against the host's originals.
-      KernelInputs handed = KernelInputs::copy_of(problem, inputs);
-      q.copy_to_host(handed.q.data(), handed.q.size());
-      k.copy_to_host(handed.k.data(), handed.k.size());
-      v.copy_to_host(handed.v.data(), handed.v.size());
-      index_arrays.copy_to_host(handed);
-      changed_input = find_changed_input(problem, inputs, handed);
+      changed_input = find_changed_device_input(problem, inputs, q, k, v, index_arrays);
     }
   } catch (const std::exception& staging_error) {
     error = "device staging for kernel " + std::string(kernel.name()) +

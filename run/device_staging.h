@@ -48,6 +48,15 @@ class DeviceIndexArrays {
   std::optional<DeviceArray<std::int32_t>> cu_seqlens_q_, cu_seqlens_k_, block_table_;
   std::optional<DeviceArray<float>> alibi_slopes_;
 };
+
+// The first input a kernel changed on the device: the device copies of Q, K and V and of the
+// index arrays brought back and compared with the host's originals (find_changed_input).
+std::optional<std::string> find_changed_device_input(const AttentionProblem& problem,
+                                                     const AttentionInputs& inputs,
+                                                     const DeviceArray<std::uint16_t>& q,
+                                                     const DeviceArray<std::uint16_t>& k,
+                                                     const DeviceArray<std::uint16_t>& v,
+                                                     const DeviceIndexArrays& index_arrays);
 #endif
 
 }  // namespace attnfuzz

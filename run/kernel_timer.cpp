@@ -68,14 +68,6 @@ void measure(const BenchSettings& settings, const std::function<double()>& timed
   }
 }
 
-// The timed calls are held to what the checked call was: inputs left as they were.
-void throw_if_inputs_changed(const AttentionProblem& problem, const AttentionInputs& inputs,
-                             const KernelInputs& handed) {
-  if (const std::optional<std::string> changed = find_changed_input(problem, inputs, handed)) {
-    throw std::runtime_error("while timed, " + *changed);
-  }
-}
-
 KernelPerformance time_on_host(const AttentionKernel& kernel, const AttentionProblem& problem,
                                const AttentionInputs& inputs, PlantedBug plant,
                                const BenchSettings& settings) {
@@ -108,7 +100,10 @@ KernelPerformance time_on_host(const AttentionKernel& kernel, const AttentionPro
   });
   timer.join();
   if (failure) std::rethrow_exception(failure);
-  throw_if_inputs_changed(problem, inputs, handed);
+  // The timed calls are held to what the checked call was: inputs left as they were.
+  if (const std::optional<std::string> changed = find_changed_input(problem, inputs, handed)) {
+    throw std::runtime_error("while timed, " + *changed);
+  }
   if (const std::optional<std::string> stray = output.find_stray_write()) {
     throw std::runtime_error("while timed, a " + *stray);
   }
@@ -181,12 +176,10 @@ KernelPerformance time_on_device(const AttentionKernel& kernel, const AttentionP
       },
       performance);
   const GpuState after = read_gpu_state(bus_id);
-  KernelInputs handed = KernelInputs::copy_of(problem, inputs);
-  q.copy_to_host(handed.q.data(), handed.q.size());
-  k.copy_to_host(handed.k.data(), handed.k.size());
-  v.copy_to_host(handed.v.data(), handed.v.size());
-  index_arrays.copy_to_host(handed);
-  throw_if_inputs_changed(problem, inputs, handed);
+  if (const std::optional<std::string> changed =
+          find_changed_device_input(problem, inputs, q, k, v, index_arrays)) {
+    throw std::runtime_error("while timed, " + *changed);
+  }
   performance.machine_before = gpu_state_to_json(before);
   performance.machine_after = gpu_state_to_json(after);
   if (const std::optional<std::string> suspect = gpu_timing_suspect(before, after)) {

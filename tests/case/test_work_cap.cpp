@@ -67,15 +67,22 @@ TEST(WorkCap, EvenTheLargestShapeFits) {
   EXPECT_GE(fitted.seq_len_k, 1);
 }
 
+// A paged case of `heads` query and key/value heads, every field not named here its default.
+AttentionCase paged(std::int64_t batch, std::int64_t heads, std::int64_t seq_len_k,
+                    std::int64_t head_dim, std::int64_t page_size) {
+  AttentionCase attention_case;
+  attention_case.batch = batch;
+  attention_case.heads = attention_case.kv_heads = heads;
+  attention_case.seq_len_k = seq_len_k;
+  attention_case.head_dim = head_dim;
+  attention_case.page_size = page_size;
+  return attention_case;
+}
+
 TEST(WorkCap, ALargePageOverAFewKeysIsHalvedUntilItsPoolFits) {
   // One key in pages of 16384 rows, eight kv heads of 256: a pool of 2^26 elements a tensor,
   // although the work is a few thousand.
-  AttentionCase attention_case;
-  attention_case.batch = 1;
-  attention_case.heads = attention_case.kv_heads = 8;
-  attention_case.seq_len_k = 1;
-  attention_case.head_dim = 256;
-  attention_case.page_size = 16384;
+  const AttentionCase attention_case = paged(1, 8, 1, 256, 16384);
   ASSERT_EQ(page_pool_elements(attention_case), std::int64_t{1} << 26);
   const AttentionCase fitted = fit_to_work_cap(attention_case);
   EXPECT_LE(page_pool_elements(fitted), kCaseWorkCap);
@@ -87,13 +94,8 @@ TEST(WorkCap, ALargePageOverAFewKeysIsHalvedUntilItsPoolFits) {
 
 TEST(WorkCap, APoolOfOneRowPagesStillOverTheCapHasItsKeysGiveWay) {
   // Work of exactly 2^24: pages of one row would hold 2^24 key rows and the spare one.
-  AttentionCase attention_case;
-  attention_case.batch = 4;
-  attention_case.heads = attention_case.kv_heads = 1;
+  AttentionCase attention_case = paged(4, 1, 16384, 256, 16);
   attention_case.seq_len_q = 1;
-  attention_case.seq_len_k = 16384;
-  attention_case.head_dim = 256;
-  attention_case.page_size = 16;
   ASSERT_EQ(case_work(attention_case), kCaseWorkCap);
   const AttentionCase fitted = fit_to_work_cap(attention_case);
   EXPECT_LE(page_pool_elements(fitted), kCaseWorkCap);
