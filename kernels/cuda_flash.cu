@@ -19,6 +19,9 @@
 // x axis runs over query tiles x splits, each split CTA writes an fp32 partial output and its
 // log-sum-exp to a workspace, and combine_splits merges them.
 //
+// The kernel is cut into cpu_flash's stages, under the same names (plan_query_tile,
+// load_query_tile, load_key_value_tile, add_key_tile_to_rows, store_output_tile or
+// keep_split_partial, then combine_splits), so that the twins read side by side.
 // Tiles come from flash_tile_traits.h, shared with the CPU twin cpu_flash, so both take the same
 // tail paths; the twin's planted bugs are planted here at the same places through the same rules
 // (flash_plant_rules.h), plus two that only a GPU kernel can have (a missing barrier, a store past
@@ -188,347 +191,473 @@ __device__ inline float quad_sum(float value) {
   return value + __shfl_xor_sync(0xFFFFFFFFu, value, 2);
 }
 
-// grid (query tiles, heads, batch), kThreads threads, shared memory from shared_bytes().
-template <int kHeadDim, int kBlockN, typename Element>
-__global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams params) {
+// ---- the kernel's stages: cpu_flash's, under the same names, in the same order (forced inline:
+// the register arrays they take by reference must stay in registers) ----
+
+// One query tile of one (batch, head): where it lies and which key tiles its CTA reads, the CTA
+// one split of them on the split-KV path (cpu_flash's QueryTile).
+struct QueryTile {
+  bool in_sequence = false;  // false: the tile lies past its sequence's end; nothing to do
+  std::int64_t batch = 0, head = 0, kv_head = 0;
+  std::int64_t seq_q = 0, seq_k = 0;  // this sequence's rows: the problem's, or its own when packed
+  std::int64_t first_row = 0;
+  int rows = 0;                      // of the tile, inside the sequence
+  int split = 0;                     // which split of the key tiles this CTA runs
+  std::int64_t diagonal_offset = 0;  // query i's causal diagonal is key i + diagonal_offset
+  std::int64_t alibi_offset = 0;     // ALiBi's distance from query i to key j: |i + offset - j|
+  float alibi_slope = 0.0f;
+  KeyRange keys;             // the keys the tile's rows can see (causal diagonal, window)
+  std::int64_t key_end = 0;  // keys from here on lie past the last tile read: masked
+  std::int64_t first_key_tile = 0, key_tiles = 0;  // this CTA's key tiles: [first, key_tiles)
+};
+
+// What a lane keeps of its two query rows over the key loop (index 0: row `group` of its warp's
+// 16, 1: row `group + 8`): cpu_flash's running maximum, row sum and fp32 output accumulator per
+// row, in MMA accumulator layout.
+template <int kHeadDim>
+struct RowState {
+  std::int64_t query_row[2];
+  KeyRange visible_keys[2];  // each row's keys, from its window and causal diagonal
+  float row_max[2];
+  float row_sum[2];  // this lane's share; the quad's lanes are summed at the end
+  float accumulator[kHeadDim / 8][4];
+};
+
+// Where this thread sits in an MMA tile: its warp, its accumulator row `group` (and group + 8),
+// and which column pair `quad_lane` of each n8 tile it holds.
+struct LanePlace {
+  int warp, group, quad_lane;
+  __device__ LanePlace()
+      : warp(threadIdx.x / 32), group((threadIdx.x % 32) / 4), quad_lane(threadIdx.x % 4) {}
+};
+
+// Plans the CTA's query tile (blockIdx: x query tile x split, y head, z batch): its sequence, its
+// rows, its diagonals, and the key range, narrowed by the causal diagonal and the window to the
+// tiles its rows can see, then to this split's share of them.
+template <int kBlockN>
+__device__ __forceinline__ QueryTile plan_query_tile(const FlashParams& params) {
   const ProblemShape& problem = params.problem;
-  using Traits = ElementTraits<Element>;
-  constexpr int kStride = kHeadDim + kPadding;
-  constexpr int kDimSteps = kHeadDim / 16;  // k16 steps of Q K^T
-  constexpr int kDimTiles = kHeadDim / 8;   // n8 tiles of the output
-  constexpr int kKeyTiles = kBlockN / 8;    // n8 tiles of S
-  constexpr int kKeySteps = kBlockN / 16;   // k16 steps of P V
-  const float kNegativeInfinity = -INFINITY;
-
-  extern __shared__ uint4 shared_memory[];
-  std::uint16_t* q_tile = reinterpret_cast<std::uint16_t*>(shared_memory);  // [kBlockM][kStride]
-  std::uint16_t* k_tile = q_tile + kBlockM * kStride;                       // [kBlockN][kStride]
-  std::uint16_t* v_tile = k_tile + kBlockN * kStride;                       // [kBlockN][kStride]
-
+  const AttentionTensors& tensors = params.tensors;
   const PlantedBug plant = params.plant;
   const int splits = params.split.splits;
+  QueryTile tile;
+  tile.batch = blockIdx.z;
+  tile.head = blockIdx.y;
+  tile.split = static_cast<int>(blockIdx.x % splits);
+  tile.seq_q =
+      sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, tile.batch);
+  tile.seq_k =
+      sequence_length(problem.varlen_k, problem.seq_len_k, tensors.cu_seqlens_k, tile.batch);
   const std::int64_t query_tile = blockIdx.x / splits;
-  const int split = static_cast<int>(blockIdx.x % splits);
-  const std::int64_t head = blockIdx.y;
-  const std::int64_t batch = blockIdx.z;
-  const AttentionTensors& tensors = params.tensors;
-  // This sequence's rows: the problem's, or its own in a packed batch.
-  const std::int64_t seq_q =
-      sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, batch);
-  const std::int64_t seq_k =
-      sequence_length(problem.varlen_k, problem.seq_len_k, tensors.cu_seqlens_k, batch);
-  if (query_tile >= query_tile_count(seq_q, kBlockM, plant)) return;  // past its sequence's end
-  const std::int64_t kv_head =
-      kv_head_of_query_head(head, problem.kv_heads, params.group_size, seq_k, plant);
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  const int group = lane / 4;      // the accumulator row this lane holds (and row + 8)
-  const int quad_lane = lane % 4;  // which column pair of each n8 tile it holds
+  if (query_tile >= query_tile_count(tile.seq_q, kBlockM, plant)) return tile;
+  tile.in_sequence = true;
+  tile.kv_head =
+      kv_head_of_query_head(tile.head, problem.kv_heads, params.group_size, tile.seq_k, plant);
+  tile.first_row = query_tile * kBlockM;
+  tile.rows = rows_in_tile(tile.first_row, kBlockM, tile.seq_q);
+  tile.diagonal_offset = causal_diagonal_offset(tile.seq_q, tile.seq_k, plant);
+  tile.alibi_offset = alibi_diagonal_offset(tile.seq_q, tile.seq_k, plant);
+  tile.alibi_slope = problem.alibi ? tensors.alibi_slopes[tile.head] : 0.0f;
 
-  const std::int64_t first_row = query_tile * kBlockM;
-  const int rows = rows_in_tile(first_row, kBlockM, seq_q);
-  const std::int64_t diagonal_offset = causal_diagonal_offset(seq_q, seq_k, plant);
-  const std::int64_t alibi_offset = alibi_diagonal_offset(seq_q, seq_k, plant);
-  const float alibi_slope = problem.alibi ? tensors.alibi_slopes[head] : 0.0f;
-  // Element [batch, 0, head, 0] of Q or O: packed from the sequence's first row, or batch-strided.
-  const auto query_head_start = [&](const TensorStrides& strides) {
-    const std::int64_t start =
-        problem.varlen_q
-            ? packed_sequence_start(tensors.cu_seqlens_q, batch, plant) * strides.seq
-            : batch_offset(batch, strides.batch, problem.seq_len_q, problem.heads, kHeadDim, plant);
-    return start + head * strides.head;
-  };
+  tile.keys = tile.rows > 0 ? keys_of_query_tile(tile.first_row, tile.rows, tile.diagonal_offset,
+                                                 problem.causal, problem.window_left,
+                                                 problem.window_right, tile.seq_k, plant)
+                            : KeyRange{};
+  const std::int64_t tile_first_key_tile = tile.keys.first / kBlockN;
+  const std::int64_t tile_key_tiles =
+      tile.keys.empty()
+          ? tile_first_key_tile
+          : larger(tile_first_key_tile, key_tile_count(tile.keys.end, kBlockN, plant));
+  tile.key_end = last_key_tile_end(tile.seq_k, tile_key_tiles, kBlockN, plant);
+  const std::int64_t per_split = params.split.key_tiles_per_split;
+  tile.first_key_tile = larger(tile_first_key_tile, tile.split * per_split);
+  tile.key_tiles =
+      larger(tile.first_key_tile, smaller(tile_key_tiles, (tile.split + 1) * per_split));
+  return tile;
+}
 
-  // ---- Q tile: shared memory, then A fragments in registers for the whole key loop ----
-  const std::uint16_t* q_base =
-      tensors.q + query_head_start(problem.q_strides) + first_row * problem.q_strides.seq;
+// Element [batch, 0, head, 0] of Q or O: packed from the sequence's first row, or batch-strided.
+template <int kHeadDim>
+__device__ __forceinline__ std::int64_t query_head_start(const FlashParams& params,
+                                                         const QueryTile& tile,
+                                                         const TensorStrides& strides) {
+  const ProblemShape& problem = params.problem;
+  const std::int64_t start =
+      problem.varlen_q
+          ? packed_sequence_start(params.tensors.cu_seqlens_q, tile.batch, params.plant) *
+                strides.seq
+          : batch_offset(tile.batch, strides.batch, problem.seq_len_q, problem.heads, kHeadDim,
+                         params.plant);
+  return start + tile.head * strides.head;
+}
+
+// Stages the query tile in shared memory, then this lane's A fragments of it in registers for the
+// whole key loop; starts this lane's two rows (running maximum, sum and accumulator, the keys each
+// row sees).
+template <int kHeadDim>
+__device__ __forceinline__ void load_query_tile(const FlashParams& params, const QueryTile& tile,
+                                                std::uint16_t* q_tile,
+                                                std::uint32_t (&q_fragment)[kHeadDim / 16][4],
+                                                RowState<kHeadDim>& rows) {
+  constexpr int kStride = kHeadDim + kPadding;
+  const ProblemShape& problem = params.problem;
+  const std::uint16_t* q_base = params.tensors.q +
+                                query_head_start<kHeadDim>(params, tile, problem.q_strides) +
+                                tile.first_row * problem.q_strides.seq;
   load_tile<kHeadDim, kBlockM>(
-      q_tile, [&](int row) { return q_base + row * problem.q_strides.seq; }, rows,
+      q_tile, [&](int row) { return q_base + row * problem.q_strides.seq; }, tile.rows,
       params.vector_loads);
   __syncthreads();
-  std::uint32_t q_fragment[kDimSteps][4];
-  {
-    const std::uint16_t* warp_rows = q_tile + (warp * 16 + group) * kStride + 2 * quad_lane;
+  const LanePlace lane;
+  const std::uint16_t* warp_rows =
+      q_tile + (lane.warp * 16 + lane.group) * kStride + 2 * lane.quad_lane;
 #pragma unroll
-    for (int step = 0; step < kDimSteps; ++step) {
-      q_fragment[step][0] = load_pair(warp_rows + step * 16);
-      q_fragment[step][1] = load_pair(warp_rows + 8 * kStride + step * 16);
-      q_fragment[step][2] = load_pair(warp_rows + step * 16 + 8);
-      q_fragment[step][3] = load_pair(warp_rows + 8 * kStride + step * 16 + 8);
-    }
+  for (int step = 0; step < kHeadDim / 16; ++step) {
+    q_fragment[step][0] = load_pair(warp_rows + step * 16);
+    q_fragment[step][1] = load_pair(warp_rows + 8 * kStride + step * 16);
+    q_fragment[step][2] = load_pair(warp_rows + step * 16 + 8);
+    q_fragment[step][3] = load_pair(warp_rows + 8 * kStride + step * 16 + 8);
   }
 
-  // The two query rows of this lane (index 0: row `group`, 1: row `group + 8` of the warp).
-  std::int64_t query_row[2];
-  query_row[0] = first_row + warp * 16 + group;
-  query_row[1] = query_row[0] + 8;
-  float row_max[2], row_sum[2];  // row_sum: this lane's share, summed over the quad at the end
-  float accumulator[kDimTiles][4];
-  const float initial_max = initial_running_max(plant);
+  const float initial_max = initial_running_max(params.plant);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    row_max[r] = initial_max;
-    row_sum[r] = 0.0f;
+    rows.query_row[r] = tile.first_row + lane.warp * 16 + lane.group + 8 * r;
+    rows.visible_keys[r] = visible_key_range_of_row(
+        rows.query_row[r], tile.diagonal_offset, problem.causal, problem.window_left,
+        problem.window_right, tile.key_end, params.plant);
+    rows.row_max[r] = initial_max;
+    rows.row_sum[r] = 0.0f;
   }
 #pragma unroll
-  for (int tile = 0; tile < kDimTiles; ++tile) {
+  for (int tile_index = 0; tile_index < kHeadDim / 8; ++tile_index) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) accumulator[tile][e] = 0.0f;
+    for (int e = 0; e < 4; ++e) rows.accumulator[tile_index][e] = 0.0f;
   }
+}
 
-  // Key tiles this query tile reads: those its rows' masks leave (the causal diagonal, the
-  // window), then this split's share of them.
-  const KeyRange keys =
-      rows > 0 ? keys_of_query_tile(first_row, rows, diagonal_offset, problem.causal,
-                                    problem.window_left, problem.window_right, seq_k, plant)
-               : KeyRange{};
-  const std::int64_t tile_first_key_tile = keys.first / kBlockN;
-  const std::int64_t tile_key_tiles =
-      keys.empty() ? tile_first_key_tile
-                   : larger(tile_first_key_tile, key_tile_count(keys.end, kBlockN, plant));
-  const std::int64_t key_end = last_key_tile_end(seq_k, tile_key_tiles, kBlockN, plant);
-  const std::int64_t first_key_tile =
-      larger(tile_first_key_tile, split * params.split.key_tiles_per_split);
-  const std::int64_t key_tiles = larger(
-      first_key_tile, smaller(tile_key_tiles, (split + 1) * params.split.key_tiles_per_split));
-  // Each row's keys, from its window and causal diagonal.
-  KeyRange visible_keys[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    visible_keys[r] =
-        visible_key_range_of_row(query_row[r], diagonal_offset, problem.causal, problem.window_left,
-                                 problem.window_right, key_end, plant);
-  }
-  const float scale = applied_softmax_scale(params.softmax_scale, kHeadDim, plant);
-  const float softcap = static_cast<float>(problem.softcap);
-  std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;  // per-CTA facts
-  mark(coverage, DeviceCoveragePoint::partial_query_tile, rows < kBlockM);
-  mark(coverage, DeviceCoveragePoint::single_key_tile, key_tiles - first_key_tile == 1);
-  mark(coverage, DeviceCoveragePoint::many_key_tiles, key_tiles - first_key_tile > 8);
-  mark(coverage, DeviceCoveragePoint::causal_tiles_skipped, problem.causal && keys.end < seq_k);
-  mark(coverage, DeviceCoveragePoint::causal_tile_empty, key_tiles == first_key_tile);
+// Per-CTA coverage facts about the planned tile (device_coverage.h), recorded by its first thread.
+__device__ __forceinline__ void mark_query_tile(const FlashParams& params, const QueryTile& tile) {
+  std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;
+  const ProblemShape& problem = params.problem;
+  mark(coverage, DeviceCoveragePoint::partial_query_tile, tile.rows < kBlockM);
+  mark(coverage, DeviceCoveragePoint::single_key_tile, tile.key_tiles - tile.first_key_tile == 1);
+  mark(coverage, DeviceCoveragePoint::many_key_tiles, tile.key_tiles - tile.first_key_tile > 8);
+  mark(coverage, DeviceCoveragePoint::causal_tiles_skipped,
+       problem.causal && tile.keys.end < tile.seq_k);
+  mark(coverage, DeviceCoveragePoint::causal_tile_empty, tile.key_tiles == tile.first_key_tile);
   mark(coverage, DeviceCoveragePoint::vector_loads, params.vector_loads);
   mark(coverage, DeviceCoveragePoint::element_loads, !params.vector_loads);
   mark(coverage, DeviceCoveragePoint::shared_kv_head, params.group_size > 1);
+}
 
-  // Row `key` of K or V: through the block table when paged, packed by cu_seqlens_k, or strided.
-  const auto key_value_row = [&](const std::uint16_t* tensor, const TensorStrides& strides,
-                                 std::int64_t key) -> const std::uint16_t* {
-    if (problem.paged()) {
-      const std::int64_t page = pool_page(tensors.block_table, batch, key / problem.page_size,
-                                          problem.pages_per_sequence, plant);
-      return tensor + page * strides.batch + (key % problem.page_size) * strides.seq +
-             kv_head * strides.head;
-    }
-    const std::int64_t start = problem.varlen_k
-                                   ? tensors.cu_seqlens_k[batch] * strides.seq
-                                   : batch_offset(batch, strides.batch, problem.seq_len_k,
-                                                  problem.kv_heads, kHeadDim, plant);
-    return tensor + start + key * strides.seq + kv_head * strides.head;
-  };
-  const auto load_key_value_tile = [&](std::uint16_t* tile, const std::uint16_t* tensor,
-                                       const TensorStrides& strides, std::int64_t first_key,
-                                       int cols) {
-    load_tile<kHeadDim, kBlockN>(
-        tile, [&](int row) { return key_value_row(tensor, strides, first_key + row); }, cols,
-        params.vector_loads);
-  };
-
-  if (makes_extra_score_pass(plant)) {
-    // slow_extra_pass: every K tile loaded and multiplied once more, the scores thrown away; the
-    // empty asm statement that takes their sum keeps the compiler from dropping the pass.
-    float discarded = 0.0f;
-    for (std::int64_t key_tile = first_key_tile; key_tile < key_tiles; ++key_tile) {
-      const std::int64_t first_key = key_tile * kBlockN;
-      __syncthreads();
-      load_key_value_tile(k_tile, tensors.k, problem.k_strides, first_key,
-                          rows_in_tile(first_key, kBlockN, key_end));
-      __syncthreads();
-#pragma unroll
-      for (int tile = 0; tile < kKeyTiles; ++tile) {
-        float scores[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        add_key_tile_scores<Traits>(scores, q_fragment,
-                                    k_tile + (tile * 8 + group) * kStride + 2 * quad_lane);
-        discarded += scores[0] + scores[1] + scores[2] + scores[3];
-      }
-    }
-    asm volatile("" : : "f"(discarded));
+// Row `key` of K or V: through the block table when paged, packed by cu_seqlens_k, or strided.
+template <int kHeadDim>
+__device__ __forceinline__ const std::uint16_t* key_value_row(const FlashParams& params,
+                                                              const QueryTile& tile,
+                                                              const std::uint16_t* tensor,
+                                                              const TensorStrides& strides,
+                                                              std::int64_t key) {
+  const ProblemShape& problem = params.problem;
+  if (problem.paged()) {
+    const std::int64_t page =
+        pool_page(params.tensors.block_table, tile.batch, key / problem.page_size,
+                  problem.pages_per_sequence, params.plant);
+    return tensor + page * strides.batch + (key % problem.page_size) * strides.seq +
+           tile.kv_head * strides.head;
   }
+  const std::int64_t start = problem.varlen_k
+                                 ? params.tensors.cu_seqlens_k[tile.batch] * strides.seq
+                                 : batch_offset(tile.batch, strides.batch, problem.seq_len_k,
+                                                problem.kv_heads, kHeadDim, params.plant);
+  return tensor + start + key * strides.seq + tile.kv_head * strides.head;
+}
 
-  for (std::int64_t key_tile = first_key_tile; key_tile < key_tiles; ++key_tile) {
+// Stages `cols` keys of K or V from `first_key` in a shared tile, row by row (each row found
+// through key_value_row); rows past `cols` are zero.
+template <int kHeadDim, int kBlockN>
+__device__ __forceinline__ void load_key_value_tile(
+    const FlashParams& params, const QueryTile& tile, std::uint16_t* shared_tile,
+    const std::uint16_t* tensor, const TensorStrides& strides, std::int64_t first_key, int cols) {
+  load_tile<kHeadDim, kBlockN>(
+      shared_tile,
+      [&](int row) {
+        return key_value_row<kHeadDim>(params, tile, tensor, strides, first_key + row);
+      },
+      cols, params.vector_loads);
+}
+
+// slow_extra_pass: every K tile loaded and multiplied once more, the scores thrown away; the empty
+// asm statement that takes their sum keeps the compiler from dropping the pass.
+template <int kHeadDim, int kBlockN, typename Traits>
+__device__ __forceinline__ void make_extra_score_pass(
+    const FlashParams& params, const QueryTile& tile,
+    const std::uint32_t (&q_fragment)[kHeadDim / 16][4], std::uint16_t* k_tile) {
+  constexpr int kStride = kHeadDim + kPadding;
+  const LanePlace lane;
+  float discarded = 0.0f;
+  for (std::int64_t key_tile = tile.first_key_tile; key_tile < tile.key_tiles; ++key_tile) {
     const std::int64_t first_key = key_tile * kBlockN;
-    const int cols = rows_in_tile(first_key, kBlockN, key_end);
-    mark(coverage, DeviceCoveragePoint::partial_key_tile, cols < kBlockN);
-    // The diagonal crosses the tile when the tile's last key is hidden from the tile's first row.
-    mark(coverage, DeviceCoveragePoint::causal_diagonal_tile,
-         problem.causal && first_key + cols - 1 > first_row + diagonal_offset);
-    __syncthreads();  // every warp is done with the previous K/V tiles
-    load_key_value_tile(k_tile, tensors.k, problem.k_strides, first_key, cols);
-    load_key_value_tile(v_tile, tensors.v, problem.v_strides, first_key, cols);
-    if (plant != PlantedBug::missing_syncthreads) __syncthreads();  // the tiles are in place
+    __syncthreads();
+    load_key_value_tile<kHeadDim, kBlockN>(params, tile, k_tile, params.tensors.k,
+                                           params.problem.k_strides, first_key,
+                                           rows_in_tile(first_key, kBlockN, tile.key_end));
+    __syncthreads();
+#pragma unroll
+    for (int n8 = 0; n8 < kBlockN / 8; ++n8) {
+      float scores[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      add_key_tile_scores<Traits>(scores, q_fragment,
+                                  k_tile + (n8 * 8 + lane.group) * kStride + 2 * lane.quad_lane);
+      discarded += scores[0] + scores[1] + scores[2] + scores[3];
+    }
+  }
+  asm volatile("" : : "f"(discarded));
+}
 
-    // S = Q K^T.
-    float scores[kKeyTiles][4];
-#pragma unroll
-    for (int tile = 0; tile < kKeyTiles; ++tile) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) scores[tile][e] = 0.0f;
-      add_key_tile_scores<Traits>(scores[tile], q_fragment,
-                                  k_tile + (tile * 8 + group) * kStride + 2 * quad_lane);
-    }
+// One step of the online softmax for this lane's two rows over the staged key tile `key_tile`
+// (`cols` keys from `first_key`): S = Q K^T; scaled, soft-capped, ALiBi-biased and masked; the new
+// running maximum; P = exp(S - m) into the row sum; acc = acc * correction + round(P) V.
+template <int kHeadDim, int kBlockN, typename Traits>
+__device__ __forceinline__ void add_key_tile_to_rows(
+    const FlashParams& params, const QueryTile& tile, std::int64_t key_tile, std::int64_t first_key,
+    int cols, const std::uint32_t (&q_fragment)[kHeadDim / 16][4], const std::uint16_t* k_tile,
+    const std::uint16_t* v_tile, RowState<kHeadDim>& rows) {
+  constexpr int kStride = kHeadDim + kPadding;
+  constexpr int kDimTiles = kHeadDim / 8;  // n8 tiles of the output
+  constexpr int kKeyTiles = kBlockN / 8;   // n8 tiles of S
+  constexpr int kKeySteps = kBlockN / 16;  // k16 steps of P V
+  const float kNegativeInfinity = -INFINITY;
+  const ProblemShape& problem = params.problem;
+  const PlantedBug plant = params.plant;
+  const LanePlace lane;
+  const float scale = applied_softmax_scale(params.softmax_scale, kHeadDim, plant);
+  const float softcap = static_cast<float>(problem.softcap);
 
-    // Scale, soft-cap, bias and mask; element e of an n8 tile is row (e / 2), column
-    // 2 * quad_lane + (e % 2).
-    float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
+  // S = Q K^T.
+  float scores[kKeyTiles][4];
 #pragma unroll
-    for (int tile = 0; tile < kKeyTiles; ++tile) {
+  for (int n8 = 0; n8 < kKeyTiles; ++n8) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = tile * 8 + 2 * quad_lane + (e % 2);
-        const std::int64_t key = first_key + col;
-        const KeyRange& row_keys = visible_keys[e / 2];
-        const bool visible = col < cols && key >= row_keys.first && key < row_keys.end;
-        const float raw = scores[tile][e];
-        float score = raw * scale;
-        if (softcap > 0.0f) {
-          score = softcaps_before_scale(plant) ? softcap * tanhf(raw / softcap) * scale
-                                               : softcap * tanhf(score / softcap);
-        }
-        if (problem.alibi) {
-          const std::int64_t distance = query_row[e / 2] + alibi_offset - key;
-          score -= alibi_slope * static_cast<float>(distance < 0 ? -distance : distance);
-        }
-        scores[tile][e] = visible ? score : kNegativeInfinity;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[tile][e]);
-      }
-    }
+    for (int e = 0; e < 4; ++e) scores[n8][e] = 0.0f;
+    add_key_tile_scores<Traits>(scores[n8], q_fragment,
+                                k_tile + (n8 * 8 + lane.group) * kStride + 2 * lane.quad_lane);
+  }
 
-    float correction[2], safe_max[2];
+  // Scale, soft-cap, bias and mask; element e of an n8 tile is row (e / 2), column
+  // 2 * quad_lane + (e % 2).
+  float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float new_max = new_running_max(fmaxf(row_max[r], quad_max(tile_max[r])), plant);
-      // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
-      // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
-      safe_max[r] = new_max == kNegativeInfinity ? 0.0f : new_max;
-      correction[r] = expf(row_max[r] - safe_max[r]);
-      const bool rescaled = row_max[r] != kNegativeInfinity && new_max > row_max[r];
-      mark(params.coverage, DeviceCoveragePoint::running_max_grew, rescaled);
-      mark(params.coverage, DeviceCoveragePoint::correction_underflow,
-           rescaled && correction[r] == 0.0f);
-      row_max[r] = new_max;
-    }
-
-    // P = exp(S - m): summed unrounded, then rounded to the input dtype for the tensor cores.
-    float tile_sum[2] = {0.0f, 0.0f};
-    std::uint32_t probability[kKeyTiles][2];  // packed pairs: [tile][row half]
+  for (int n8 = 0; n8 < kKeyTiles; ++n8) {
 #pragma unroll
-    for (int tile = 0; tile < kKeyTiles; ++tile) {
-      float p[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        p[e] = expf(scores[tile][e] - safe_max[e / 2]);
-        tile_sum[e / 2] += p[e];
-        mark(params.coverage, DeviceCoveragePoint::probability_underflow,
-             p[e] == 0.0f && scores[tile][e] != kNegativeInfinity);
-        mark(params.coverage, DeviceCoveragePoint::probability_subnormal,
-             p[e] != 0.0f && Traits::round(p[e]) < Traits::kMinNormal);
+    for (int e = 0; e < 4; ++e) {
+      const int col = n8 * 8 + 2 * lane.quad_lane + (e % 2);
+      const std::int64_t key = first_key + col;
+      const KeyRange& row_keys = rows.visible_keys[e / 2];
+      const bool visible = col < cols && key >= row_keys.first && key < row_keys.end;
+      const float raw = scores[n8][e];
+      float score = raw * scale;
+      if (softcap > 0.0f) {
+        score = softcaps_before_scale(plant) ? softcap * tanhf(raw / softcap) * scale
+                                             : softcap * tanhf(score / softcap);
       }
-      probability[tile][0] = Traits::pack(p[0], p[1]);
-      probability[tile][1] = Traits::pack(p[2], p[3]);
-    }
-    if (adds_tile_to_row_sum(key_tile, key_tiles, plant)) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
-    }
-    if (rescales_accumulator(plant)) {
-#pragma unroll
-      for (int tile = 0; tile < kDimTiles; ++tile) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) accumulator[tile][e] *= correction[e / 2];
+      if (problem.alibi) {
+        const std::int64_t distance = rows.query_row[e / 2] + tile.alibi_offset - key;
+        score -= tile.alibi_slope * static_cast<float>(distance < 0 ? -distance : distance);
       }
-    }
-
-    // O += P V. The accumulator layout of two n8 tiles of S is the A layout of one k16 step;
-    // B (V, "col") pairs are two consecutive key rows of one head_dim column.
-#pragma unroll
-    for (int step = 0; step < kKeySteps; ++step) {
-      const std::uint32_t a[4] = {probability[2 * step][0], probability[2 * step][1],
-                                  probability[2 * step + 1][0], probability[2 * step + 1][1]};
-      const std::uint16_t* value_rows = v_tile + (step * 16 + 2 * quad_lane) * kStride + group;
-#pragma unroll
-      for (int tile = 0; tile < kDimTiles; ++tile) {
-        const std::uint16_t* column = value_rows + tile * 8;
-        const std::uint32_t b0 = column[0] | (static_cast<std::uint32_t>(column[kStride]) << 16);
-        const std::uint32_t b1 =
-            column[8 * kStride] | (static_cast<std::uint32_t>(column[9 * kStride]) << 16);
-        Traits::mma(accumulator[tile], a, b0, b1);
-      }
-    }
-    if (rounds_accumulator_after_key_tile(key_tile, kBlockN, problem.seq_len_k, plant)) {
-#pragma unroll
-      for (int tile = 0; tile < kDimTiles; ++tile) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) accumulator[tile][e] = Traits::round(accumulator[tile][e]);
-      }
+      scores[n8][e] = visible ? score : kNegativeInfinity;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[n8][e]);
     }
   }
 
-  // ---- the rows' results: O = acc / l and the log-sum-exp, or this split's partial ones ----
-  const std::int64_t row_limit = plant == PlantedBug::write_past_output_end ? seq_q + 1 : seq_q;
-  if (splits > 1) {
-    // Partial output acc / l in fp32 (0 for a row that saw none of this split's keys) and the
-    // natural log-sum-exp (-inf for such a row), for combine_splits.
-    const std::int64_t slot = ((batch * problem.heads + head) * splits + split) * kBlockM;
+  float correction[2], safe_max[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float total = quad_sum(row_sum[r]);
-      const bool saw_no_key = row_saw_no_key(total);
-      const float inverse = 1.0f / total;
-      const int tile_row = warp * 16 + group + 8 * r;
-      if (tile_row >= rows) continue;
-      if (quad_lane == 0) {
-        params.split_log_sum_exp[slot + tile_row] =
-            saw_no_key ? kNegativeInfinity : row_max[r] + logf(total);
-      }
-      float* partial = params.split_output + (slot + tile_row) * kHeadDim + 2 * quad_lane;
-#pragma unroll
-      for (int tile = 0; tile < kDimTiles; ++tile) {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          partial[tile * 8 + half] =
-              output_value(accumulator[tile][2 * r + half] * inverse, saw_no_key, plant);
-        }
-      }
-    }
-    return;
+  for (int r = 0; r < 2; ++r) {
+    const float new_max = new_running_max(fmaxf(rows.row_max[r], quad_max(tile_max[r])), plant);
+    // A row that has seen only masked keys keeps max -inf; exponentiate against 0 instead so
+    // that exp(-inf - -inf) never makes a NaN (FlashAttention's Check_inf).
+    safe_max[r] = new_max == kNegativeInfinity ? 0.0f : new_max;
+    correction[r] = expf(rows.row_max[r] - safe_max[r]);
+    const bool rescaled = rows.row_max[r] != kNegativeInfinity && new_max > rows.row_max[r];
+    mark(params.coverage, DeviceCoveragePoint::running_max_grew, rescaled);
+    mark(params.coverage, DeviceCoveragePoint::correction_underflow,
+         rescaled && correction[r] == 0.0f);
+    rows.row_max[r] = new_max;
   }
-  std::uint16_t* o_base = tensors.o + query_head_start(problem.o_strides);
+
+  // P = exp(S - m): summed unrounded, then rounded to the input dtype for the tensor cores.
+  float tile_sum[2] = {0.0f, 0.0f};
+  std::uint32_t probability[kKeyTiles][2];  // packed pairs: [n8 tile][row half]
+#pragma unroll
+  for (int n8 = 0; n8 < kKeyTiles; ++n8) {
+    float p[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      p[e] = expf(scores[n8][e] - safe_max[e / 2]);
+      tile_sum[e / 2] += p[e];
+      mark(params.coverage, DeviceCoveragePoint::probability_underflow,
+           p[e] == 0.0f && scores[n8][e] != kNegativeInfinity);
+      mark(params.coverage, DeviceCoveragePoint::probability_subnormal,
+           p[e] != 0.0f && Traits::round(p[e]) < Traits::kMinNormal);
+    }
+    probability[n8][0] = Traits::pack(p[0], p[1]);
+    probability[n8][1] = Traits::pack(p[2], p[3]);
+  }
+  if (adds_tile_to_row_sum(key_tile, tile.key_tiles, plant)) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) rows.row_sum[r] = rows.row_sum[r] * correction[r] + tile_sum[r];
+  }
+  if (rescales_accumulator(plant)) {
+#pragma unroll
+    for (int d8 = 0; d8 < kDimTiles; ++d8) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rows.accumulator[d8][e] *= correction[e / 2];
+    }
+  }
+
+  // O += P V. The accumulator layout of two n8 tiles of S is the A layout of one k16 step;
+  // B (V, "col") pairs are two consecutive key rows of one head_dim column.
+#pragma unroll
+  for (int step = 0; step < kKeySteps; ++step) {
+    const std::uint32_t a[4] = {probability[2 * step][0], probability[2 * step][1],
+                                probability[2 * step + 1][0], probability[2 * step + 1][1]};
+    const std::uint16_t* value_rows =
+        v_tile + (step * 16 + 2 * lane.quad_lane) * kStride + lane.group;
+#pragma unroll
+    for (int d8 = 0; d8 < kDimTiles; ++d8) {
+      const std::uint16_t* column = value_rows + d8 * 8;
+      const std::uint32_t b0 = column[0] | (static_cast<std::uint32_t>(column[kStride]) << 16);
+      const std::uint32_t b1 =
+          column[8 * kStride] | (static_cast<std::uint32_t>(column[9 * kStride]) << 16);
+      Traits::mma(rows.accumulator[d8], a, b0, b1);
+    }
+  }
+  if (rounds_accumulator_after_key_tile(key_tile, kBlockN, problem.seq_len_k, plant)) {
+#pragma unroll
+    for (int d8 = 0; d8 < kDimTiles; ++d8) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rows.accumulator[d8][e] = Traits::round(rows.accumulator[d8][e]);
+    }
+  }
+}
+
+// O = acc / l in the input dtype, 0 for rows that saw no key, and the log-sum-exp when the problem
+// returns it.
+template <int kHeadDim, typename Traits>
+__device__ __forceinline__ void store_output_tile(const FlashParams& params, const QueryTile& tile,
+                                                  const RowState<kHeadDim>& rows) {
+  const ProblemShape& problem = params.problem;
+  const PlantedBug plant = params.plant;
+  const LanePlace lane;
+  const std::int64_t row_limit =
+      plant == PlantedBug::write_past_output_end ? tile.seq_q + 1 : tile.seq_q;
+  std::uint16_t* o_base =
+      params.tensors.o + query_head_start<kHeadDim>(params, tile, problem.o_strides);
   const bool toward_zero = output_rounds_toward_zero(plant);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float total = quad_sum(row_sum[r]);
+    const float total = quad_sum(rows.row_sum[r]);
     const bool saw_no_key = row_saw_no_key(total);
     const float inverse = 1.0f / total;
-    if (query_row[r] >= row_limit) continue;
+    const std::int64_t query_row = rows.query_row[r];
+    if (query_row >= row_limit) continue;
     mark(params.coverage, DeviceCoveragePoint::fully_masked_row, saw_no_key);
-    if (problem.return_lse && quad_lane == 0 && query_row[r] < seq_q) {
-      tensors
-          .lse[log_sum_exp_index(problem, tensors.cu_seqlens_q, batch, head, query_row[r], plant)] =
-          stored_log_sum_exp(row_max[r], total, plant);
+    if (problem.return_lse && lane.quad_lane == 0 && query_row < tile.seq_q) {
+      params.tensors.lse[log_sum_exp_index(problem, params.tensors.cu_seqlens_q, tile.batch,
+                                           tile.head, query_row, plant)] =
+          stored_log_sum_exp(rows.row_max[r], total, plant);
     }
-    std::uint16_t* o_row = o_base + query_row[r] * problem.o_strides.seq + 2 * quad_lane;
+    std::uint16_t* o_row = o_base + query_row * problem.o_strides.seq + 2 * lane.quad_lane;
 #pragma unroll
-    for (int tile = 0; tile < kDimTiles; ++tile) {
+    for (int d8 = 0; d8 < kHeadDim / 8; ++d8) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const float value =
-            output_value(accumulator[tile][2 * r + half] * inverse, saw_no_key, plant);
+            output_value(rows.accumulator[d8][2 * r + half] * inverse, saw_no_key, plant);
         mark(params.coverage, DeviceCoveragePoint::output_nonfinite, !isfinite(value));
-        std::uint16_t* element = o_row + tile * 8 + half;
+        std::uint16_t* element = o_row + d8 * 8 + half;
         *element = toward_zero ? Traits::store_toward_zero(value) : Traits::store(value);
         if (element == params.flaky_element) *element ^= 1u;
       }
     }
+  }
+}
+
+// This split's partial output, acc / l in fp32 (0 for a row that saw none of its keys), and its
+// natural log-sum-exp (-inf for such a row), kept in the workspace for combine_splits.
+template <int kHeadDim>
+__device__ __forceinline__ void keep_split_partial(const FlashParams& params, const QueryTile& tile,
+                                                   const RowState<kHeadDim>& rows) {
+  const LanePlace lane;
+  const std::int64_t slot =
+      ((tile.batch * params.problem.heads + tile.head) * params.split.splits + tile.split) *
+      kBlockM;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float total = quad_sum(rows.row_sum[r]);
+    const bool saw_no_key = row_saw_no_key(total);
+    const float inverse = 1.0f / total;
+    const int tile_row = lane.warp * 16 + lane.group + 8 * r;
+    if (tile_row >= tile.rows) continue;
+    if (lane.quad_lane == 0) {
+      params.split_log_sum_exp[slot + tile_row] =
+          saw_no_key ? -INFINITY : rows.row_max[r] + logf(total);
+    }
+    float* partial = params.split_output + (slot + tile_row) * kHeadDim + 2 * lane.quad_lane;
+#pragma unroll
+    for (int d8 = 0; d8 < kHeadDim / 8; ++d8) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        partial[d8 * 8 + half] =
+            output_value(rows.accumulator[d8][2 * r + half] * inverse, saw_no_key, params.plant);
+      }
+    }
+  }
+}
+
+// grid (query tiles x splits, heads, batch), kThreads threads, shared memory from shared_bytes():
+// the stages above, as cpu_flash runs them for one query tile.
+template <int kHeadDim, int kBlockN, typename Element>
+__global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams params) {
+  using Traits = ElementTraits<Element>;
+  constexpr int kStride = kHeadDim + kPadding;
+  extern __shared__ uint4 shared_memory[];
+  std::uint16_t* q_tile = reinterpret_cast<std::uint16_t*>(shared_memory);  // [kBlockM][kStride]
+  std::uint16_t* k_tile = q_tile + kBlockM * kStride;                       // [kBlockN][kStride]
+  std::uint16_t* v_tile = k_tile + kBlockN * kStride;                       // [kBlockN][kStride]
+  const ProblemShape& problem = params.problem;
+
+  const QueryTile tile = plan_query_tile<kBlockN>(params);
+  if (!tile.in_sequence) return;
+  std::uint32_t q_fragment[kHeadDim / 16][4];
+  RowState<kHeadDim> rows;
+  load_query_tile<kHeadDim>(params, tile, q_tile, q_fragment, rows);
+  mark_query_tile(params, tile);
+  if (makes_extra_score_pass(params.plant)) {
+    make_extra_score_pass<kHeadDim, kBlockN, Traits>(params, tile, q_fragment, k_tile);
+  }
+
+  for (std::int64_t key_tile = tile.first_key_tile; key_tile < tile.key_tiles; ++key_tile) {
+    const std::int64_t first_key = key_tile * kBlockN;
+    const int cols = rows_in_tile(first_key, kBlockN, tile.key_end);
+    std::uint8_t* const coverage = threadIdx.x == 0 ? params.coverage : nullptr;
+    mark(coverage, DeviceCoveragePoint::partial_key_tile, cols < kBlockN);
+    // The diagonal crosses the tile when the tile's last key is hidden from the tile's first row.
+    mark(coverage, DeviceCoveragePoint::causal_diagonal_tile,
+         problem.causal && first_key + cols - 1 > tile.first_row + tile.diagonal_offset);
+    __syncthreads();  // every warp is done with the previous K/V tiles
+    load_key_value_tile<kHeadDim, kBlockN>(params, tile, k_tile, params.tensors.k,
+                                           problem.k_strides, first_key, cols);
+    load_key_value_tile<kHeadDim, kBlockN>(params, tile, v_tile, params.tensors.v,
+                                           problem.v_strides, first_key, cols);
+    if (params.plant != PlantedBug::missing_syncthreads) __syncthreads();  // the tiles are in place
+    add_key_tile_to_rows<kHeadDim, kBlockN, Traits>(params, tile, key_tile, first_key, cols,
+                                                    q_fragment, k_tile, v_tile, rows);
+  }
+
+  if (params.split.splits > 1) {
+    keep_split_partial<kHeadDim>(params, tile, rows);
+  } else {
+    store_output_tile<kHeadDim, Traits>(params, tile, rows);
   }
 }
 

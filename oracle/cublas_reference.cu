@@ -68,10 +68,11 @@ __device__ double block_reduce(double value, double* scratch, Combine combine) {
 }
 
 // One block per row of S ([rows][seq_len_k]): keeps exp(s - max) for the visible keys, 0 for the
-// rest, and writes 1 / sum (0 for a fully masked row). Row r is query row r % seq_len_q.
+// rest, and writes 1 / sum (0 for a fully masked row) and the log-sum-exp max + log(sum) (-inf for
+// a fully masked row). Row r is query row r % seq_len_q.
 __global__ void __launch_bounds__(kSoftmaxThreads)
-    masked_softmax(double* scores, double* inverse_row_sum, std::int64_t seq_len_q,
-                   std::int64_t seq_len_k, bool causal) {
+    masked_softmax(double* scores, double* inverse_row_sum, double* log_sum_exp,
+                   std::int64_t seq_len_q, std::int64_t seq_len_k, bool causal) {
   __shared__ double scratch[kSoftmaxThreads / 32];
   const std::int64_t row = blockIdx.x;
   double* row_scores = scores + row * seq_len_k;
@@ -93,7 +94,10 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     local_sum += probability;
   }
   const double row_sum = block_reduce(local_sum, scratch, [](double a, double b) { return a + b; });
-  if (threadIdx.x == 0) inverse_row_sum[row] = visible == 0 ? 0.0 : 1.0 / row_sum;
+  if (threadIdx.x == 0) {
+    inverse_row_sum[row] = visible == 0 ? 0.0 : 1.0 / row_sum;
+    log_sum_exp[row] = visible == 0 ? -INFINITY : row_max + log(row_sum);
+  }
 }
 
 double euclidean_norm(const double* values, std::int64_t count) {
@@ -148,6 +152,8 @@ void store_data_scales(const AttentionProblem& problem, std::int64_t pair, const
 }
 
 // The result, every element 0 until written (the data scales are sums).
+// Every array of the reference at its size (each is written in full below; bias_scale stays 0:
+// this oracle computes dense attention only, without ALiBi).
 ReferenceAttention zeroed_reference(const AttentionProblem& problem) {
   const std::int64_t dim = problem.head_dim;
   const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
@@ -156,6 +162,8 @@ ReferenceAttention zeroed_reference(const AttentionProblem& problem) {
   reference.magnitude.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
   reference.inverse_row_sum.assign(static_cast<std::size_t>(rows_total), 0.0);
   reference.score_scale.assign(static_cast<std::size_t>(rows_total), 0.0);
+  reference.bias_scale.assign(static_cast<std::size_t>(rows_total), 0.0);
+  reference.log_sum_exp.assign(static_cast<std::size_t>(rows_total), 0.0);
   reference.value_abs_sum.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim),
                                  0.0);
   return reference;
@@ -176,7 +184,7 @@ struct PairSizes {
         result(group_rows * 2 * problem.head_dim) {}
 
   std::size_t bytes() const {
-    return static_cast<std::size_t>(query + key + value + scores + result + group_rows) *
+    return static_cast<std::size_t>(query + key + value + scores + result + 2 * group_rows) *
            sizeof(double);
   }
 };
@@ -208,11 +216,13 @@ class ChunkPipeline {
         scores_(chunk * sizes.scores),
         result_(chunk * sizes.result),
         inverse_(chunk * sizes.group_rows),
+        log_sum_exp_(chunk * sizes.group_rows),
         host_query_(chunk * sizes.query),
         host_key_(chunk * sizes.key),
         host_value_(chunk * sizes.value),
         host_result_(chunk * sizes.result),
         host_inverse_(chunk * sizes.group_rows),
+        host_log_sum_exp_(chunk * sizes.group_rows),
         handle_(cublas_handle()) {}
 
   // Pairs first .. first + count - 1 widened on the host, with their data scales.
@@ -253,7 +263,8 @@ class ChunkPipeline {
 
   void softmax_chunk(std::int64_t count) {
     masked_softmax<<<static_cast<unsigned>(count * sizes_.group_rows), kSoftmaxThreads>>>(
-        scores_.get(), inverse_.get(), problem_.seq_len_q, problem_.seq_len_k, problem_.causal);
+        scores_.get(), inverse_.get(), log_sum_exp_.get(), problem_.seq_len_q, problem_.seq_len_k,
+        problem_.causal);
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -276,6 +287,9 @@ class ChunkPipeline {
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_inverse_.data(), inverse_.get(),
                                    count * sizes_.group_rows * sizeof(double),
                                    cudaMemcpyDeviceToHost));
+    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_log_sum_exp_.data(), log_sum_exp_.get(),
+                                   count * sizes_.group_rows * sizeof(double),
+                                   cudaMemcpyDeviceToHost));
   }
 
   // O and A divided by the row sums. A pair's rows are contiguous in the compact
@@ -287,6 +301,7 @@ class ChunkPipeline {
       const std::int64_t row_index = first * sizes_.group_rows + row;
       const double inverse_sum = host_inverse_[row];
       reference.inverse_row_sum[row_index] = inverse_sum;
+      reference.log_sum_exp[row_index] = host_log_sum_exp_[row];
       const double* row_result = &host_result_[row * 2 * dim];
       for (std::int64_t d = 0; d < dim; ++d) {
         reference.output[row_index * dim + d] = row_result[d] * inverse_sum;
@@ -298,8 +313,9 @@ class ChunkPipeline {
  private:
   const AttentionProblem& problem_;
   const PairSizes sizes_;
-  const DeviceArray<double> query_, key_, value_, scores_, result_, inverse_;
-  std::vector<double> host_query_, host_key_, host_value_, host_result_, host_inverse_;
+  const DeviceArray<double> query_, key_, value_, scores_, result_, inverse_, log_sum_exp_;
+  std::vector<double> host_query_, host_key_, host_value_, host_result_, host_inverse_,
+      host_log_sum_exp_;
   const cublasHandle_t handle_;
 };
 

@@ -4,29 +4,39 @@
 # and records, commands and raw output, in validation-logs/<date>-<gpu>.md (ignored by git: a CI
 # run uploads it as an artifact). The short record of a validation (what ran, figures, findings)
 # goes in docs/validation/README.md by hand; a raw log that must stay is kept there compressed.
-#   1. the GPU tests of the suite (they skip on a machine without a GPU)
-#   2. corpus/matrix/pr.json on cuda_flash, cuda_naive and the example CUDA plugin: zero false
-#      alarms expected
-#   3. every planted bug of cuda_flash on corpus/matrix/pr.json: each must fail (exit 1); the
-#      variants at model shapes, corpus/matrix/inference.json and training.json, on cuda_flash
-#   4. compute-sanitizer memcheck and racecheck on corpus/matrix/sanitize.json (correct kernels:
-#      no errors), memcheck of cuda_flash on corpus/matrix/variants.json, and racecheck on the
-#      missing_syncthreads plant (it must report the race)
-#   5. the seed's 27-case matrix end to end, timed
-#   6. bench_cuda_flash beside PyTorch's scaled_dot_product_attention (scripts/bench_sdpa.py);
-#      fuzz_attention --bench on corpus/matrix/bench.json (NVIDIA's readings in its report) with
-#      SDPA on the same shapes; the performance gate (scripts/bench_gate.sh) 20 times over
-#   7. the whole test suite
-# The steps run in that order, the GPU-specific ones first, so that a run cut short by a time
-# limit has recorded the most telling ones. Each step is stopped after --step-timeout seconds.
+# Its steps come in groups, run in this order (the GPU-specific ones first, so that a run cut short
+# by a time limit has recorded the most telling ones):
+#   tests       the GPU tests of the suite (they skip on a machine without a GPU), in parallel
+#   matrices    corpus/matrix/pr.json, inference.json and training.json on cuda_flash: zero false
+#               alarms expected
+#   plants      every planted bug of cuda_flash on corpus/matrix/pr.json: each must fail (exit 1)
+#   examples    the example CUDA plugins: version 2 (every variant) passes variants.json and its
+#               planted copy fails it; version 1 passes pr.json
+#   sanitizers  compute-sanitizer memcheck and racecheck of cuda_flash on corpus/matrix/variants.json
+#               (packed, paged, split-KV) and of both kernels on sanitize.json: no errors; racecheck
+#               on the missing_syncthreads plant must report the race
+#   gate        fuzz_attention --bench on corpus/matrix/bench.json's cases at 512 keys (NVIDIA's
+#               readings in its report, checked present), then the performance gate
+#               (scripts/bench_gate.sh) on them: self-compares exit 0, slow_extra_pass plants
+#               exit 1 (--gate-repetitions times each)
+#   timing      the seed's 27-case matrix end to end, timed; bench_cuda_flash beside PyTorch's
+#               scaled_dot_product_attention (scripts/bench_sdpa.py), also on bench.json's shapes
+#   slow        pr.json on cuda_naive
+#   suite       the whole test suite
+# Each step is stopped after --step-timeout seconds. Matrix runs use --workers worker processes
+# that share the one GPU (fuzz_attention --devices 0,0,...), since the CPU oracle, not the GPU,
+# bounds their speed; timing runs use one.
 #
-#   scripts/gpu_validate.sh [--arch 90] [--build-dir build-gpu] [--quick] [--step-timeout 300]
-#                           [--no-werror] [--tests-only] [--dry-run]
+#   scripts/gpu_validate.sh [--arch 90] [--build-dir build-gpu] [--only GROUP,...]
+#                           [--skip GROUP,...] [--workers 8] [--gate-repetitions 3]
+#                           [--step-timeout 300] [--no-werror] [--prebuilt] [--dry-run]
 #
 # --no-werror builds with warnings left as warnings (they stay in the record), for a compiler newer
-# than CI's that warns where CI's does not.
-# --quick skips the pr.json run on cuda_naive (the slow part). --tests-only runs steps 1 and 7.
-# --dry-run prints every step's command without running anything.
+# than CI's that warns where CI's does not. --quick is --skip slow; --tests-only is
+# --only tests,suite. --dry-run prints every step's command without running anything. --prebuilt
+# runs a build folder that was configured and built on another machine for this GPU's
+# architecture, at the same source path (its tests name files by absolute paths), and carried
+# here: configure and build are skipped; the .deb files of .gpu-deps/ still give it its libraries.
 # Dependencies: where scripts/install_deps.sh can reach Debian's packages it is used; a machine with
 # no registry takes the .deb files of scripts/fetch_gpu_deps.sh from .gpu-deps/, unpacked into the
 # build folder (nothing is installed into /).
@@ -35,24 +45,43 @@ cd "$(dirname "$0")/.." || exit 3
 
 arch=90
 build_dir=build-gpu
-quick=0
-tests_only=0
+only=tests,matrices,plants,examples,sanitizers,gate,timing,slow,suite
+skip=
 dry_run=0
+prebuilt=0
 step_timeout=300
 werror=ON
+workers=$(( $(nproc) / 2 < 8 ? $(nproc) / 2 : 8 ))
+((workers < 1)) && workers=1
+gate_repetitions=3
 while (($#)); do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
-    --quick) quick=1; shift ;;
-    --tests-only) tests_only=1; shift ;;
+    --only) only=$2; shift 2 ;;
+    --skip) skip=$2; shift 2 ;;
+    --quick) skip=${skip:+$skip,}slow; shift ;;
+    --tests-only) only=tests,suite; shift ;;
+    --workers) workers=$2; shift 2 ;;
+    --gate-repetitions) gate_repetitions=$2; shift 2 ;;
     --step-timeout) step_timeout=$2; shift 2 ;;
     --no-werror) werror=OFF; shift ;;
     --dry-run) dry_run=1; shift ;;
+    --prebuilt) prebuilt=1; shift ;;
     -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "gpu_validate: unknown argument '$1'" >&2; exit 3 ;;
   esac
 done
+for group in ${only//,/ } ${skip//,/ }; do
+  case "$group" in
+    tests|matrices|plants|examples|sanitizers|gate|timing|slow|suite) ;;
+    *) echo "gpu_validate: unknown group '$group' (see --help)" >&2; exit 3 ;;
+  esac
+done
+# wanted GROUP: whether the run includes that group of steps.
+wanted() { [[ ",$only," == *",$1,"* && ",$skip," != *",$1,"* ]]; }
+# --devices 0,0,...: $workers worker processes on GPU 0.
+shared_gpu=$(printf '0%.0s,' $(seq "$workers")); shared_gpu=${shared_gpu%,}
 
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH="/usr/local/cuda/bin:$PATH"
@@ -74,6 +103,7 @@ else
     echo
     echo "Recorded by \`scripts/gpu_validate.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit"
     echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)'), built for sm_$arch."
+    echo "Groups: $only${skip:+ (skipping $skip)}; $workers workers on the GPU for matrix runs."
     echo "Each step shows its command, its exit code and its raw output."
   } >"$record"
 fi
@@ -139,86 +169,138 @@ if [[ -d .gpu-deps ]] && ls .gpu-deps/*.deb >/dev/null 2>&1; then
     "-DOpenBLAS_LIBRARIES=$prefix/usr/lib/$multiarch/openblas-pthread/libopenblas.so"
     "-DCMAKE_CXX_FLAGS=-isystem $prefix/usr/include")
   export LD_LIBRARY_PATH="$prefix/usr/lib/$multiarch/openblas-pthread:$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-elif command -v apt-get >/dev/null 2>&1 && ((!dry_run)); then
+elif command -v apt-get >/dev/null 2>&1 && ((!dry_run && !prebuilt)); then
   bash scripts/install_deps.sh >&2 || true
 fi
 
 step "GPU and toolkit" any bash -c "nvidia-smi; nvcc --version"
-step "configure for sm_$arch" 0 cmake "${cmake_args[@]}"
-# -k 0: one run shows every compile error, not only the first.
-step "build" 0 cmake --build "$build_dir" --parallel "$(nproc)" -- -k 0
-if ((!dry_run && last_status != 0)); then
-  echo "The build failed; no further step ran." >>"$record"
-  echo "gpu_validate: the build failed; nothing else can run (see $record)" >&2
-  exit 1
+if ((prebuilt)); then
+  if ((!dry_run)) && [[ ! -x $harness ]]; then
+    echo "gpu_validate: --prebuilt: $harness is not there" >&2
+    exit 3
+  fi
+  step "the carried build ($build_dir, built elsewhere for sm_$arch)" 0 bash -c \
+    "grep -E '^CMAKE_CUDA_ARCHITECTURES|^CMAKE_BUILD_TYPE' '$build_dir/CMakeCache.txt'; ldd '$harness'"
+else
+  step "configure for sm_$arch" 0 cmake "${cmake_args[@]}"
+  # -k 0: one run shows every compile error, not only the first.
+  step "build" 0 cmake --build "$build_dir" --parallel "$(nproc)" -- -k 0
+  if ((!dry_run && last_status != 0)); then
+    echo "The build failed; no further step ran." >>"$record"
+    echo "gpu_validate: the build failed; nothing else can run (see $record)" >&2
+    exit 1
+  fi
 fi
 
 # ---- the GPU tests, matrices, plants ----
-gpu_tests='CublasReference.*:CudaKernels.*:CudaFlash.*:CudaNaive.*:*CudaKernelOnEdges*'
-gpu_tests+=':*CudaFlashPlant*:PluginKernel.TheCudaExample*:FuzzAttention.IllegalAddress*'
-step "GPU tests of the suite" 0 "$build_dir/tests/attnfuzz_tests" "--gtest_filter=$gpu_tests"
-if ((!tests_only)); then
-step "pr.json on cuda_flash" 0 "$harness" --configs corpus/matrix/pr.json --kernel cuda_flash --quiet \
-  --json "$build_dir/pr-cuda_flash.json" --junit "$build_dir/pr-cuda_flash.xml"
-plants=$("$harness" --list-kernels 2>/dev/null | awk '
-  $1 == "cuda_flash" {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
-  inside && /^    [a-z_0-9]+:/ && !/\[a slowdown/ {sub(":", "", $1); print $1}')
-((dry_run)) && plants="EACH_PLANT_OF_CUDA_FLASH"
-for plant in $plants; do
-  if [[ $plant == missing_syncthreads ]]; then  # a race: racecheck below is its detector
-    step "plant $plant on edges.json (a race: the outputs may or may not show it)" any \
-      "$harness" --configs corpus/matrix/edges.json --kernel cuda_flash --plant "$plant" --quiet
-    continue
-  fi
-  step "plant $plant on pr.json (must fail)" 1 "$harness" --configs corpus/matrix/pr.json \
-    --kernel cuda_flash --plant "$plant" --quiet --fail-fast
-done
-for matrix in inference training; do
-  step "$matrix.json on cuda_flash (the variants at model shapes)" 0 "$harness" \
-    --configs "corpus/matrix/$matrix.json" --kernel cuda_flash --quiet
-done
-step "pr.json on the example CUDA plugin (--kernel-lib)" 0 "$harness" --configs corpus/matrix/pr.json \
-  --kernel-lib "$build_dir/examples/libexample_cuda_attention.so" --quiet
+if wanted tests; then
+  gpu_tests='Cublas|Cuda|cuda_|IllegalAddress'
+  step "GPU tests of the suite" 0 ctest --test-dir "$build_dir" -R "$gpu_tests" \
+    --parallel "$workers" --output-on-failure
+fi
+matrix_run=("$harness" --quiet --devices "$shared_gpu")
+if wanted matrices; then
+  step "pr.json on cuda_flash" 0 "${matrix_run[@]}" --configs corpus/matrix/pr.json \
+    --kernel cuda_flash --json "$build_dir/pr-cuda_flash.json" --junit "$build_dir/pr-cuda_flash.xml"
+  for matrix in inference training; do
+    step "$matrix.json on cuda_flash (the variants at model shapes)" 0 "${matrix_run[@]}" \
+      --configs "corpus/matrix/$matrix.json" --kernel cuda_flash
+  done
+fi
+if wanted plants; then
+  plants=$("$harness" --list-kernels 2>/dev/null | awk '
+    $1 == "cuda_flash" {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
+    inside && /^    [a-z_0-9]+:/ && !/\[a slowdown/ {sub(":", "", $1); print $1}')
+  ((dry_run)) && plants="EACH_PLANT_OF_CUDA_FLASH"
+  for plant in $plants; do
+    if [[ $plant == missing_syncthreads ]]; then  # a race: racecheck below is its detector
+      step "plant $plant on edges.json (a race: the outputs may or may not show it)" any \
+        "${matrix_run[@]}" --configs corpus/matrix/edges.json --kernel cuda_flash --plant "$plant"
+      continue
+    fi
+    step "plant $plant on pr.json (must fail)" 1 "${matrix_run[@]}" --configs corpus/matrix/pr.json \
+      --kernel cuda_flash --plant "$plant" --fail-fast
+  done
+fi
+if wanted examples; then
+  step "variants.json on the CUDA example plugin of ABI version 2" 0 "${matrix_run[@]}" \
+    --configs corpus/matrix/variants.json \
+    --kernel-lib "$build_dir/examples/libexample_cuda_attention_v2.so"
+  step "variants.json on its copy with the window edge off by one (must fail)" 1 \
+    "${matrix_run[@]}" --configs corpus/matrix/variants.json \
+    --kernel-lib "$build_dir/examples/libexample_cuda_attention_v2_buggy.so"
+  step "pr.json on the CUDA example plugin of ABI version 1" 0 "${matrix_run[@]}" \
+    --configs corpus/matrix/pr.json --kernel-lib "$build_dir/examples/libexample_cuda_attention.so"
+fi
 
 # ---- sanitizers (in process: the tool then sees the kernels and sets the exit code itself) ----
-sanitize=(--configs corpus/matrix/sanitize.json --quiet --in-process)
-step "memcheck, cuda_flash on variants.json (packed, paged, split-KV)" 0 compute-sanitizer \
-  --tool memcheck --error-exitcode 99 --leak-check full "$harness" --configs \
-  corpus/matrix/variants.json --quiet --in-process --kernel cuda_flash --oracle cpu
-for kernel in cuda_flash cuda_naive; do
-  step "memcheck, $kernel" 0 compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full \
-    "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu
-  step "racecheck, $kernel" 0 compute-sanitizer --tool racecheck --error-exitcode 99 \
-    "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu
-done
-step "memcheck, cuda_flash with write_past_output_end (the guard reports it first: exit 1)" 1 \
-  compute-sanitizer --tool memcheck "$harness" "${sanitize[@]}" --kernel cuda_flash \
-  --plant write_past_output_end --oracle cpu
-step "racecheck, cuda_flash with missing_syncthreads (must report hazards: exit 99)" 99 \
-  compute-sanitizer --tool racecheck --error-exitcode 99 "$harness" "${sanitize[@]}" \
-  --kernel cuda_flash --plant missing_syncthreads --oracle cpu --case sanitize/2
+if wanted sanitizers; then
+  sanitize=(--configs corpus/matrix/sanitize.json --quiet --in-process)
+  variants=(--configs corpus/matrix/variants.json --quiet --in-process --kernel cuda_flash --oracle cpu)
+  step "memcheck, cuda_flash on variants.json (packed, paged, split-KV)" 0 compute-sanitizer \
+    --tool memcheck --error-exitcode 99 --leak-check full "$harness" "${variants[@]}"
+  step "racecheck, cuda_flash on variants.json" 0 compute-sanitizer --tool racecheck \
+    --error-exitcode 99 "$harness" "${variants[@]}"
+  for kernel in cuda_flash cuda_naive; do
+    step "memcheck, $kernel" 0 compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full \
+      "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu
+    step "racecheck, $kernel" 0 compute-sanitizer --tool racecheck --error-exitcode 99 \
+      "$harness" "${sanitize[@]}" --kernel "$kernel" --oracle cpu
+  done
+  step "memcheck, cuda_flash with write_past_output_end (the guard reports it first: exit 1)" 1 \
+    compute-sanitizer --tool memcheck "$harness" "${sanitize[@]}" --kernel cuda_flash \
+    --plant write_past_output_end --oracle cpu
+  step "racecheck, cuda_flash with missing_syncthreads (must report hazards: exit 99)" 99 \
+    compute-sanitizer --tool racecheck --error-exitcode 99 "$harness" "${sanitize[@]}" \
+    --kernel cuda_flash --plant missing_syncthreads --oracle cpu --case sanitize/2
+fi
+
+# ---- the performance gate ----
+if wanted gate; then
+  # bench.json's own cases at 512 keys: the seed's 27 cases it includes and its long ones spend
+  # minutes of each run in the host's plain same-precision reference while that runs on the CPU.
+  gate_cases=(--case 'bench/[01245]')
+  step "fuzz_attention --bench on bench.json's cases at 512 keys (cuda_flash; GPU state in the report)" 0 \
+    "$harness" --bench --kernel cuda_flash --quiet "${gate_cases[@]}" --json "$build_dir/bench.json"
+  # Every GPU reading in the report (the run's, each case's): present, with clocks, none unavailable.
+  step "NVIDIA's readings are in the --bench report" 0 python3 -c '
+import json, sys
+def readings(node):
+    if isinstance(node, dict):
+        if "sm_clock_mhz" in node or node.get("available") is False: yield node
+        for value in node.values(): yield from readings(value)
+    elif isinstance(node, list):
+        for value in node: yield from readings(value)
+found = list(readings(json.load(open(sys.argv[1]))))
+for reading in found[:3]: print(json.dumps(reading))
+print(len(found), "GPU readings")
+sys.exit(0 if found and all(r.get("available") for r in found) else 1)' "$build_dir/bench.json"
+  step "the performance gate on those cases: $gate_repetitions self-compares and $gate_repetitions slow_extra_pass plants" 0 \
+    env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/bench_gate.sh --no-build --backend cuda \
+    --kernel cuda_flash --configs corpus/matrix/bench.json --repetitions "$gate_repetitions" \
+    -- "${gate_cases[@]}" --bench-seconds 0.5
+fi
 
 # ---- timing ----
-step "seed27 matrix end to end (default backend: cuda_flash, cuBLAS oracle for large cases)" 0 \
-  bash -c "time '$harness' --configs corpus/matrix/seed27.json --json '$build_dir/seed27.json'"
-step "bench_cuda_flash" 0 "$build_dir/bench_cuda_flash"
-step "PyTorch scaled_dot_product_attention, same shapes" any python3 scripts/bench_sdpa.py
-step "fuzz_attention --bench on bench.json (cuda_flash; GPU state in the report)" 0 \
-  "$harness" --bench --kernel cuda_flash --quiet --json "$build_dir/bench.json"
-step "PyTorch SDPA on bench.json's shapes, beside cuda_flash" any \
-  python3 scripts/bench_sdpa.py --report "$build_dir/bench.json"
-step "the performance gate: 20 self-compares and 20 slow_extra_pass plants on cuda_flash" 0 \
-  env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/bench_gate.sh --no-build --backend cuda --kernel cuda_flash --repetitions 20 \
-  -- --bench-seconds 0.5
-
+if wanted timing; then
+  step "seed27 matrix end to end (default backend: cuda_flash, cuBLAS oracle for large cases)" 0 \
+    bash -c "time '$harness' --configs corpus/matrix/seed27.json --json '$build_dir/seed27.json'"
+  step "bench_cuda_flash" 0 "$build_dir/bench_cuda_flash"
+  step "PyTorch scaled_dot_product_attention, same shapes" any python3 scripts/bench_sdpa.py
+  if [[ -f $build_dir/bench.json ]]; then
+    step "PyTorch SDPA on bench.json's shapes, beside cuda_flash" any \
+      python3 scripts/bench_sdpa.py --report "$build_dir/bench.json"
+  fi
 fi
 
 # ---- the slow rest ----
-if ((!quick && !tests_only)); then
-  step "pr.json on cuda_naive" 0 "$harness" --configs corpus/matrix/pr.json --kernel cuda_naive --quiet \
-    --json "$build_dir/pr-cuda_naive.json"
+if wanted slow; then
+  step "pr.json on cuda_naive" 0 "${matrix_run[@]}" --configs corpus/matrix/pr.json \
+    --kernel cuda_naive --json "$build_dir/pr-cuda_naive.json"
 fi
-step "whole test suite" 0 ctest --test-dir "$build_dir" --parallel "$(nproc)" --output-on-failure
+if wanted suite; then
+  step "whole test suite" 0 ctest --test-dir "$build_dir" --parallel "$(nproc)" --output-on-failure
+fi
 
 if ((!dry_run)); then
   echo >>"$record"

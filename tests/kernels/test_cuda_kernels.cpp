@@ -8,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
@@ -188,6 +189,22 @@ TEST(CudaFlash, PassesEveryVariantCase) {
   for (const AttentionCase& attention_case : load_built_in_matrix("variants.json").cases) {
     const CaseResult result = run_on("cuda_flash", attention_case, PlantedBug::none);
     EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+  }
+}
+
+TEST(CudaFlash, PassesTheSeedsLargeCasesJudgedByTheCublasOracle) {
+  // Above the device oracle's threshold: the float64 reference comes from cuBLAS, and the
+  // comparison reads every array of it (a field the cuBLAS oracle left unsized crashed the worker).
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  const std::vector<AttentionCase> cases = load_built_in_matrix("seed27.json").cases;
+  for (std::size_t index : {std::size_t{0}, cases.size() - 1}) {
+    AttentionCase attention_case = cases.at(index);
+    for (const bool causal : {false, true}) {
+      attention_case.causal = causal;
+      const CaseResult result = run_on("cuda_flash", attention_case, PlantedBug::none);
+      EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+      EXPECT_EQ(result.oracle, "cuda_cublas_float64") << attention_case.id;
+    }
   }
 }
 

@@ -2,9 +2,9 @@
 // Kernels from plugins (include/attnfuzz/attnfuzz_plugin.h): the example plugin passes every edge
 // case, its copy with a planted causal off-by-one fails with the failing element named; a plugin
 // of ABI version 1 runs the dense cases and skips the variants by name, the version 2 example
-// passes every variant and its copy with a window edge off by one fails the windowed ones; each
-// malformed plugin is refused with a message that names its problem, through the loader and
-// through the real binary (exit 3).
+// passes every variant and its copy with a window edge off by one fails the windowed ones (on the
+// host and, on a GPU, the CUDA twin of both); each malformed plugin is refused with a message that
+// names its problem, through the loader and through the real binary (exit 3).
 #include "kernels/plugin_kernel.h"
 
 #include <sys/wait.h>
@@ -145,9 +145,9 @@ TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginClampedToTheSequen
   }
 }
 
-TEST(PluginKernel, TheBuggyVersion2ExampleFailsTheWindowedCasesAndPassesTheRest) {
-  const AttentionKernel& buggy =
-      plugin(ATTNFUZZ_EXAMPLE_V2_BUGGY_PLUGIN, "example_cpu_attention_v2_buggy");
+// A copy of a version 2 example with the window's left edge off by one: it fails nearly every
+// windowed case of variants.json and passes the rest.
+void expect_fails_the_windowed_cases_only(const AttentionKernel& buggy) {
   int failed = 0, windowed = 0;
   for (const AttentionCase& attention_case : load_built_in_matrix("variants.json").cases) {
     const CaseResult result = run_on(buggy, attention_case);
@@ -162,6 +162,11 @@ TEST(PluginKernel, TheBuggyVersion2ExampleFailsTheWindowedCasesAndPassesTheRest)
   EXPECT_GT(windowed, 15);
 }
 
+TEST(PluginKernel, TheBuggyVersion2ExampleFailsTheWindowedCasesAndPassesTheRest) {
+  expect_fails_the_windowed_cases_only(
+      plugin(ATTNFUZZ_EXAMPLE_V2_BUGGY_PLUGIN, "example_cpu_attention_v2_buggy"));
+}
+
 #ifdef ATTNFUZZ_EXAMPLE_CUDA_PLUGIN
 TEST(PluginKernel, TheCudaExamplePluginRunsOnTheDeviceAndPassesEveryEdgeCase) {
   const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_CUDA_PLUGIN, "example_cuda_attention");
@@ -173,6 +178,33 @@ TEST(PluginKernel, TheCudaExamplePluginRunsOnTheDeviceAndPassesEveryEdgeCase) {
     const CaseResult result = run_on(example, attention_case);
     EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
   }
+}
+
+TEST(PluginKernel, TheCudaVersion2ExamplePassesEveryVariantAndEveryEdgeCaseOnTheDevice) {
+  const AttentionKernel& example =
+      plugin(ATTNFUZZ_EXAMPLE_CUDA_V2_PLUGIN, "example_cuda_attention_v2");
+  EXPECT_EQ(example.site(), ExecutionSite::cuda_device);
+  if (!cuda_device_status().usable) {
+    GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description;
+  }
+  int passed = 0;
+  for (const char* matrix : {"variants.json", "edges.json"}) {
+    for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
+      const CaseResult result = run_on(example, attention_case);
+      EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+      passed += result.status == CaseStatus::pass;
+    }
+  }
+  EXPECT_EQ(passed, 72 + 258);
+}
+
+TEST(PluginKernel, TheBuggyCudaVersion2ExampleFailsTheWindowedCasesAndPassesTheRest) {
+  const AttentionKernel& buggy =
+      plugin(ATTNFUZZ_EXAMPLE_CUDA_V2_BUGGY_PLUGIN, "example_cuda_attention_v2_buggy");
+  if (!cuda_device_status().usable) {
+    GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description;
+  }
+  expect_fails_the_windowed_cases_only(buggy);
 }
 #endif
 

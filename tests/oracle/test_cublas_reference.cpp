@@ -75,7 +75,14 @@ TEST(CublasReference, AgreesWithTheCpuOracleToAbout1e12OnEveryField) {
     const ReferenceAttention cpu = reference_attention(problem, tensors);
     const ReferenceAttention gpu = cublas_reference_attention(problem, tensors);
 
+    // Every array at the CPU oracle's size: the comparison indexes each by row.
     ASSERT_EQ(gpu.output.size(), cpu.output.size()) << shape.id;
+    ASSERT_EQ(gpu.magnitude.size(), cpu.magnitude.size()) << shape.id;
+    ASSERT_EQ(gpu.inverse_row_sum.size(), cpu.inverse_row_sum.size()) << shape.id;
+    ASSERT_EQ(gpu.score_scale.size(), cpu.score_scale.size()) << shape.id;
+    ASSERT_EQ(gpu.bias_scale.size(), cpu.bias_scale.size()) << shape.id;
+    ASSERT_EQ(gpu.log_sum_exp.size(), cpu.log_sum_exp.size()) << shape.id;
+    ASSERT_EQ(gpu.value_abs_sum.size(), cpu.value_abs_sum.size()) << shape.id;
     double worst = 0.0;
     const double excess = magnitude_excess(problem.seq_len_k);
     const double slack = magnitude_underflow_slack(
@@ -93,6 +100,14 @@ TEST(CublasReference, AgreesWithTheCpuOracleToAbout1e12OnEveryField) {
           worst, relative_gap(gpu.score_scale[row], cpu.score_scale[row], cpu.score_scale[row]));
       EXPECT_EQ(gpu.inverse_row_sum[row] == 0.0, cpu.inverse_row_sum[row] == 0.0)
           << shape.id << ": fully masked rows must agree, row " << row;
+      EXPECT_EQ(gpu.bias_scale[row], cpu.bias_scale[row]) << shape.id << ", row " << row;
+      if (std::isinf(cpu.log_sum_exp[row])) {
+        EXPECT_EQ(gpu.log_sum_exp[row], cpu.log_sum_exp[row]) << shape.id << ", row " << row;
+      } else {
+        // Relative to the row's score scale: the log-sum-exp is a score plus log(keys).
+        worst = std::max(worst, relative_gap(gpu.log_sum_exp[row], cpu.log_sum_exp[row],
+                                             cpu.score_scale[row] + 1.0));
+      }
     }
     for (std::size_t i = 0; i < cpu.value_abs_sum.size(); ++i) {
       worst = std::max(
