@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The properties (see properties.h) and the RapidCheck loop that searches for a counterexample
 // within a wall-clock budget. Metamorphic properties run the kernel under test twice, on inputs
-// that must give equal outputs, and compare either bitwise (when the two runs do exactly the same
-// arithmetic) or within twice the oracle-free bound (when rounding may differ).
+// that must give equal outputs, and compare either bitwise (when every correct kernel does exactly
+// the same arithmetic in both runs) or within twice the oracle-free bound (when rounding may
+// differ). Equal bits are demanded of two runs of one shape only from a kernel that is
+// deterministic (not --allow-nondeterminism), and of two shapes (GQA and its MHA twin) only from a
+// kernel that declares shape-independent arithmetic: a correct BLAS-based kernel may sum in another
+// order for another shape.
 #include "fuzz/properties.h"
 
 #include <rapidcheck.h>
@@ -129,10 +133,17 @@ struct Subject {
   AttentionProblem problem;
   AttentionInputs inputs;
   PlantedBug plant = PlantedBug::none;
-  DeclaredNumerics numerics;  // the bounds follow the kernel's declared accumulation
+  DeclaredNumerics numerics;       // the bounds follow the kernel's declared accumulation
+  bool deterministic = true;       // two runs of one shape on equal inputs give equal bits
+  bool shape_independent = false;  // ... and so do two shapes that differ in batch or heads only
 
   KernelOutput run(const AttentionInputs& on) const { return execute(*kernel, problem, on, plant); }
   KernelOutput run() const { return run(inputs); }
+  // Bitwise equality (nullptr) for two runs of this shape whose arithmetic is the same, where the
+  // kernel is deterministic; else `bound`.
+  AllowedDifference same_arithmetic_or(AllowedDifference bound) const {
+    return deterministic ? nullptr : std::move(bound);
+  }
 };
 
 PropertyCheck check_permutation(const Subject& subject) {
@@ -220,8 +231,10 @@ PropertyCheck check_independence(const Subject& subject, const AttentionCase& at
     const bool keys_changed = b == last_batch && h / problem.group_size() == last_kv;
     return !query_changed && !keys_changed;
   };
+  const OracleFreeBound bound(problem, input_tensors(subject.inputs), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(changed),
-                         "after changing only another batch's or head's data", untouched, nullptr);
+                         "after changing only another batch's or head's data", untouched,
+                         subject.same_arithmetic_or(within_bounds(bound, bound)));
 }
 
 PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_case) {
@@ -248,9 +261,16 @@ PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_c
             gqa.head_dim,
             &repeated.v[b * mha.v_strides.batch + j * mha.v_strides.seq + h * mha.v_strides.head]);
       }
+  // The two problems have the same query heads, so one element's place and bound are the same in
+  // both outputs; their arithmetic is the same only where the kernel declares it shape-independent.
+  const OracleFreeBound gqa_bound(gqa, input_tensors(subject.inputs), subject.numerics);
+  const OracleFreeBound mha_bound(mha, input_tensors(repeated), subject.numerics);
+  const AllowedDifference allowed = subject.deterministic && subject.shape_independent
+                                        ? nullptr
+                                        : within_bounds(gqa_bound, mha_bound);
   return compare_outputs(gqa, subject.run(), execute(*subject.kernel, mha, repeated, subject.plant),
                          "in the same problem as MHA with repeated key/value heads", nullptr,
-                         nullptr);
+                         allowed);
 }
 
 PropertyCheck check_causal_future(const Subject& subject, const AttentionCase& attention_case) {
@@ -272,10 +292,12 @@ PropertyCheck check_causal_future(const Subject& subject, const AttentionCase& a
   const RowFilter blind = [&](std::int64_t, std::int64_t, std::int64_t i) {
     return problem.visible_keys_of(0, i).end <= first_changed;
   };
+  const OracleFreeBound first(problem, input_tensors(subject.inputs), subject.numerics);
+  const OracleFreeBound second(problem, input_tensors(changed), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(changed),
                          "after changing keys from " + std::to_string(first_changed) +
                              " on, which the row must not see",
-                         blind, nullptr);
+                         blind, subject.same_arithmetic_or(within_bounds(first, second)));
 }
 
 PropertyCheck check_value_scaling(const Subject& subject) {
@@ -307,10 +329,14 @@ PropertyCheck check_value_scaling(const Subject& subject) {
       bits = first.elements[&bits - second.elements.data()];  // outside the exact range: skip
     }
   }
-  return compare_outputs(problem, first, second, "halved, after doubling V", nullptr, nullptr);
+  // The doubled run's bound, halved, is the first run's.
+  const OracleFreeBound bound(problem, input_tensors(subject.inputs), subject.numerics);
+  return compare_outputs(problem, first, second, "halved, after doubling V", nullptr,
+                         subject.same_arithmetic_or(within_bounds(bound, bound)));
 }
 
 PropertyCheck check_determinism(const Subject& subject) {
+  if (!subject.deterministic) return PropertyCheck::not_judged();  // --allow-nondeterminism
   return compare_outputs(subject.problem, subject.run(), subject.run(), "on a second run", nullptr,
                          nullptr);
 }
@@ -335,9 +361,10 @@ PropertyCheck check_padding(const Subject& subject) {
   zero_outside(zeroed.q, problem.q_strides, problem.seq_len_q, problem.heads);
   zero_outside(zeroed.k, problem.k_strides, problem.seq_len_k, problem.kv_heads);
   zero_outside(zeroed.v, problem.v_strides, problem.seq_len_k, problem.kv_heads);
+  const OracleFreeBound bound(problem, input_tensors(zeroed), subject.numerics);
   return compare_outputs(problem, subject.run(zeroed), subject.run(),
                          "with NaN instead of zeros in the inputs' padding and tails", nullptr,
-                         nullptr);
+                         subject.same_arithmetic_or(within_bounds(bound, bound)));
 }
 
 // The cases a property draws from: the general generator, adjusted so the property applies.
@@ -420,6 +447,9 @@ PropertyCheck check_property(Property property, const AttentionCase& attention_c
                                    attention_case.injection);
   subject.plant = settings.plant;
   subject.numerics = settings.numerics;
+  subject.deterministic = !settings.allow_nondeterminism;
+  subject.shape_independent =
+      settings.shape_independent_arithmetic || choice.kernel->shape_independent_arithmetic();
   // The metamorphic relations are written for dense tensors without a window or a bias: a case
   // with a variant is checked against the oracle (matches_oracle) alone.
   if (features_of(subject.problem) != 0) return PropertyCheck::not_judged();

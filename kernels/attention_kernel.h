@@ -36,6 +36,13 @@ class AttentionKernel {
   virtual void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                        PlantedBug plant) const = 0;
 
+  // True when a row's arithmetic does not depend on the problem's other dimensions (batch, heads,
+  // kv heads): then two problems that differ only there give the same bits, and properties that
+  // compare such problems (gqa_equals_mha) demand them. A library that picks its reduction order
+  // by shape (BLAS) does not promise that; a plugin declares it with
+  // --shape-independent-arithmetic.
+  virtual bool shape_independent_arithmetic() const { return false; }
+
   bool carries(PlantedBug plant) const {
     for (PlantedBug carried : plants()) {
       if (carried == plant) return true;

@@ -517,6 +517,8 @@ class CpuFlashKernel final : public AttentionKernel {
   }
   std::string capabilities() const override { return flash_capabilities(); }
   ExecutionSite site() const override { return ExecutionSite::host; }
+  // Per (batch, head) tiles whose arithmetic only the lengths and head dim shape.
+  bool shape_independent_arithmetic() const override { return true; }
   std::span<const PlantedBug> plants() const override { return kCpuFlashPlants; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {

@@ -830,6 +830,8 @@ class CudaFlashKernel final : public AttentionKernel {
     return flash_capabilities() + "; batch, heads <= " + std::to_string(kMaxGridYZ);
   }
   ExecutionSite site() const override { return ExecutionSite::cuda_device; }
+  // One CTA per (query tile, head, batch): its arithmetic depends on the lengths and head dim only.
+  bool shape_independent_arithmetic() const override { return true; }
   std::span<const PlantedBug> plants() const override { return kCudaFlashPlants; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {

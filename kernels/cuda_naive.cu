@@ -155,6 +155,8 @@ class CudaNaiveKernel final : public AttentionKernel {
     return text.str();
   }
   ExecutionSite site() const override { return ExecutionSite::cuda_device; }
+  // One block per query row: its arithmetic depends on the lengths and head dim only.
+  bool shape_independent_arithmetic() const override { return true; }
   std::span<const PlantedBug> plants() const override { return {}; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {

@@ -36,6 +36,9 @@ struct RunSettings {
   // with allow_nondeterminism each run is judged against the oracle on its own instead.
   int repeats = 2;
   bool allow_nondeterminism = false;
+  // The kernel declares shape-independent arithmetic (--shape-independent-arithmetic), beside
+  // what a built-in kernel declares itself (AttentionKernel::shape_independent_arithmetic).
+  bool shape_independent_arithmetic = false;
   // What the kernel declares it does differently from the locked numerics (--accumulation): the
   // oracle's bounds and plain reference follow it.
   DeclaredNumerics numerics;

@@ -14,6 +14,8 @@ ReplayCommand replay_command_for(const RunSettings& settings) {
   command.backend = settings.backend;
   command.oracle = settings.oracle;
   command.accumulation = accumulation_name(settings.numerics);
+  command.allow_nondeterminism = settings.allow_nondeterminism;
+  command.shape_independent_arithmetic = settings.shape_independent_arithmetic;
   return command;
 }
 
@@ -41,6 +43,8 @@ std::string replay_command_line(const ReplayCommand& command) {
     add("--oracle", oracle_choice_name(command.oracle));
   }
   if (command.accumulation != "fp32") add("--accumulation", command.accumulation);
+  if (command.allow_nondeterminism) line += " --allow-nondeterminism";
+  if (command.shape_independent_arithmetic) line += " --shape-independent-arithmetic";
   if (command.bench) line += " --bench";
   if (command.bench && !command.baseline.empty()) add("--baseline", command.baseline);
   return line;

@@ -18,7 +18,8 @@ namespace attnfuzz {
 //   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L |
 //                  --kernel-py F:FN [--python P] [--py-framework F]]
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
-//                  [--accumulation A] [--bench [--baseline F]]
+//                  [--accumulation A] [--allow-nondeterminism]
+//                  [--shape-independent-arithmetic] [--bench [--baseline F]]
 struct ReplayCommand {
   std::string property;    // the property search: --properties --property NAME
   std::string replay;      // a case file (or folder) holding the case: --replay FILE
@@ -31,12 +32,15 @@ struct ReplayCommand {
   Backend backend = Backend::auto_select;  // --backend NAME, unless auto
   OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
   std::string accumulation = "fp32";                // --accumulation NAME, unless fp32
+  bool allow_nondeterminism = false;                // --allow-nondeterminism
+  bool shape_independent_arithmetic = false;        // --shape-independent-arithmetic
   bool bench = false;                               // --bench: a case that failed the gate
   std::string baseline;                             // --baseline FILE, with bench
 };
 
 // The parts of a replay that come from the run's settings: kernel (as the settings name it),
-// kernel_lib, plant, backend, oracle and the declared accumulation.
+// kernel_lib, plant, backend, oracle and what the kernel declares (accumulation, nondeterminism,
+// shape-independent arithmetic).
 ReplayCommand replay_command_for(const RunSettings& settings);
 
 // The command line, each word quoted for a POSIX shell where it needs it (shell_word).

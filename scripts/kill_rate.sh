@@ -8,14 +8,20 @@
 #   (4) libFuzzer, 120 s budget       fuzz_attention_libfuzzer -max_total_time=120 (fresh corpus)
 # Prints a Markdown table (time to first failure in seconds, "-" when not killed) and a summary.
 #
-#   scripts/kill_rate.sh [--kernel cpu_flash] [--budget 60] [--libfuzzer-budget 120]
+#   scripts/kill_rate.sh [--kernel cpu_flash | --kernel-py FILE.py:FN [--python PY]]
+#                        [--budget 60] [--libfuzzer-budget 120]
 #                        [--plants "a b c"] [--no-seed27] [--no-build]
+# --kernel-py measures a Python function instead (docs/python.md), whose plants are switched by the
+# environment variable ATTNFUZZ_TEST_PLANT (as tests/python/reference_attention.py's are); --plants
+# names them.
 # --no-build uses the binaries already in ${ATTNFUZZ_BUILD_DIR:-build} as they are; --no-seed27
 # leaves out column (1), whose full runs (about 2 minutes each plant it misses) dominate the time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kernel=cpu_flash
+kernel_py=""
+python=""
 budget=60
 libfuzzer_budget=120
 plants=""
@@ -24,6 +30,8 @@ seed27_column=1
 while (($#)); do
   case "$1" in
     --kernel) kernel=$2; shift 2 ;;
+    --kernel-py) kernel_py=$2; shift 2 ;;
+    --python) python=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --libfuzzer-budget) libfuzzer_budget=$2; shift 2 ;;
     --plants) plants=$2; shift 2 ;;
@@ -37,6 +45,31 @@ build_dir=${ATTNFUZZ_BUILD_DIR:-build}
 ((build)) && bash scripts/build.sh >&2
 harness="$build_dir/fuzz_attention"
 fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
+# The kernel's flags for fuzz_attention and for the libFuzzer target.
+kernel_flags=(--kernel "$kernel")
+libfuzzer_kernel=("--kernel=$kernel")
+if [[ -n $kernel_py ]]; then
+  kernel_flags=(--kernel-py "$kernel_py" ${python:+--python "$python"})
+  libfuzzer_kernel=("--kernel-py=$kernel_py" ${python:+"--python=$python"})
+  if [[ -z $plants ]]; then
+    echo "kill_rate: --kernel-py needs --plants (the function's own plants)" >&2
+    exit 3
+  fi
+fi
+# with_plant FLAG_FORM PLANT COMMAND...: the command with the plant switched on: by the environment
+# for a Python function, else by flag (FLAG_FORM "separate": --plant NAME; "joined": --plant=NAME,
+# as the libFuzzer target takes it).
+with_plant() {
+  local form=$1 plant=$2
+  shift 2
+  if [[ -n $kernel_py ]]; then
+    ATTNFUZZ_TEST_PLANT=$plant "$@"
+  elif [[ $form == joined ]]; then
+    "$@" "--plant=$plant"
+  else
+    "$@" --plant "$plant"
+  fi
+}
 if [[ -z $plants ]]; then
   plants=$("$harness" --list-kernels | awk -v k="$kernel" '
     $1 == k {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
@@ -75,14 +108,14 @@ for plant in $plants; do
   count=$((count + 1))
   seed27="not run"
   if ((seed27_column)); then
-    seed27=$(time_to_kill "$harness" --configs corpus/matrix/seed27.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet "${limits[@]}")
+    seed27=$(time_to_kill with_plant separate "$plant" "$harness" --configs corpus/matrix/seed27.json "${kernel_flags[@]}" --fail-fast --quiet "${limits[@]}")
   fi
-  pr=$(time_to_kill "$harness" --configs corpus/matrix/pr.json --kernel "$kernel" --plant "$plant" --fail-fast --quiet "${limits[@]}")
-  properties=$(time_to_kill "$harness" --properties --budget "$budget" --kernel "$kernel" --plant "$plant" --fail-fast --regressions "$work/regressions" "${limits[@]}")
+  pr=$(time_to_kill with_plant separate "$plant" "$harness" --configs corpus/matrix/pr.json "${kernel_flags[@]}" --fail-fast --quiet "${limits[@]}")
+  properties=$(time_to_kill with_plant separate "$plant" "$harness" --properties --budget "$budget" "${kernel_flags[@]}" --fail-fast --regressions "$work/regressions" "${limits[@]}")
   rm -rf "$work/corpus" && mkdir -p "$work/corpus"
   libfuzzer="-"
   if [[ -x $fuzzer ]]; then
-    libfuzzer=$(time_to_kill "$fuzzer" "--kernel=$kernel" "--plant=$plant" -max_total_time="$libfuzzer_budget" "${libfuzzer_limits[@]}" \
+    libfuzzer=$(time_to_kill with_plant joined "$plant" "$fuzzer" "${libfuzzer_kernel[@]}" -max_total_time="$libfuzzer_budget" "${libfuzzer_limits[@]}" \
       -dict=corpus/attention.dict -artifact_prefix="$work/" "$work/corpus" corpus/seeds)
   fi
   [[ $properties != - ]] && killed_by_properties=$((killed_by_properties + 1))

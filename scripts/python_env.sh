@@ -4,14 +4,23 @@
 # in build-tools/python (ignored by git) with numpy and ml_dtypes from PyPI, pinned, made from the
 # interpreter the bridge was built against (build/CMakeCache.txt's Python3_EXECUTABLE, else python3
 # on PATH): a venv of another Python version could not load their compiled modules into it.
-# Idempotent. Prints the environment's python on its last line.
-#   scripts/python_env.sh [--build-dir build]
+# --venv makes another environment the same way, with more pinned packages beside those two
+# (scripts/real_kernels.sh's libraries). Idempotent. Prints the environment's python on its last
+# line.
+#   scripts/python_env.sh [--build-dir build] [--venv build-tools/python] [PACKAGE==VERSION...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${ATTNFUZZ_BUILD_DIR:-build}
-[[ ${1:-} == --build-dir ]] && build_dir=$2
 venv=build-tools/python
 packages=(numpy==2.4.6 ml_dtypes==0.6.0)
+while (($#)); do
+  case "$1" in
+    --build-dir) build_dir=$2; shift 2 ;;
+    --venv) venv=$2; shift 2 ;;
+    -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
+    *) packages+=("$1"); shift ;;
+  esac
+done
 
 python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
 [[ -n $python ]] || python=python3

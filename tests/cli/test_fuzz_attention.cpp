@@ -711,6 +711,17 @@ TEST_F(FuzzAttention, AKernelThatDeclaresItsAccumulatorIsJudgedByItAndOnlyByIt) 
   EXPECT_EQ(other_bug.exit_code, 1) << other_bug.out;
 }
 
+TEST_F(FuzzAttention, AReplayLineRepeatsWhatTheKernelDeclaresOfItsArithmetic) {
+  const RunResult failing = run_matrix(kTwoCases,
+                                       "--plant drop_last_key_tile --allow-nondeterminism "
+                                       "--shape-independent-arithmetic");
+  EXPECT_EQ(failing.exit_code, 1) << failing.out << failing.err;
+  EXPECT_THAT(failing.out, HasSubstr("--allow-nondeterminism --shape-independent-arithmetic"));
+  const RunResult plain = run_matrix(kTwoCases, "--plant drop_last_key_tile");
+  EXPECT_THAT(plain.out, Not(HasSubstr("--allow-nondeterminism")));
+  EXPECT_THAT(plain.out, Not(HasSubstr("--shape-independent-arithmetic")));
+}
+
 TEST_F(FuzzAttention, AnAccumulationThatIsNotADtypeAndKeysIsAHarnessError) {
   for (const char* value : {"fp8", "fp16/0", "fp16/x"}) {
     const RunResult result = run_matrix(kTwoCases, std::string("--accumulation ") + value);

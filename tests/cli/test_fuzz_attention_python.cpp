@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Python functions as kernels (fuzz_attention --kernel-py, bridges/python/), end to end through the
 // real binary with numpy: a correct float64 reference (tests/python/reference_attention.py) passes
-// the edge and variant matrices; each of its planted bugs fails one of them, as its C twin does;
+// the edge and variant matrices; each of its planted bugs fails one of them, as its C twin does
+// (gqa_modulo through the property search's bound form too);
 // a function that raises, returns the wrong thing, declares what it cannot or cannot be loaded is
 // named, case by case or with exit 3. Skipped without the bridge or without the environment of
 // scripts/python_env.sh (or ATTNFUZZ_TEST_PYTHON's interpreter).
@@ -111,6 +112,20 @@ TEST_F(PythonKernel, APlantIsFoundByThePropertySearchAndTheSavedCaseReplaysThrou
   EXPECT_EQ(run_python(kReference, "attention", replay).exit_code, 1);
   const ScopedEnvironment no_plant("ATTNFUZZ_TEST_PLANT", "none");
   EXPECT_EQ(run_python(kReference, "attention", replay).exit_code, 0);
+}
+
+TEST_F(PythonKernel, GqaEqualsMhaHoldsForTheReferenceWithinTheBoundAndCatchesItsGqaPlant) {
+  // The numpy reference declares no shape-independent arithmetic: its GQA and MHA runs are
+  // compared within the bound, which still fails a wrong head mapping.
+  const std::string search = "--properties --budget 8 --property gqa_equals_mha --regressions " +
+                             quoted(path("regressions").string());
+  const RunResult correct = run_python(kReference, "attention", search);
+  EXPECT_EQ(correct.exit_code, 0) << correct.out << correct.err;
+  EXPECT_THAT(correct.out, HasSubstr("PASS gqa_equals_mha"));
+  const ScopedEnvironment plant("ATTNFUZZ_TEST_PLANT", "gqa_modulo");
+  const RunResult planted = run_python(kReference, "attention", search);
+  EXPECT_EQ(planted.exit_code, 1) << planted.out << planted.err;
+  EXPECT_THAT(planted.out, HasSubstr("FAIL gqa_equals_mha"));
 }
 
 TEST_F(PythonKernel, AnExceptionFailsTheCaseNamingItsTypeMessageAndLine) {

@@ -1,16 +1,25 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The property engine: every property holds for the correct kernel on random cases, and the
-// search finds every planted bug from a clean start, shrinks it, saves it, and the saved case
-// replays the failure.
+// The property engine: every property holds for the correct kernel on random cases, and for
+// correct kernels of other arithmetic (an order of summation that follows the shape, as a BLAS's
+// does; a nondeterministic one under --allow-nondeterminism); the search finds every planted bug
+// from a clean start, shrinks it, saves it, and the saved case replays the failure.
 #include "fuzz/properties.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <filesystem>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include "case/case_codec.h"
+#include "core/dtype.h"
+#include "core/problem_features.h"
 #include "fuzz/case_generator.h"
 #include "kernels/kernel_registry.h"
 #include "matrix/case_file.h"
@@ -64,6 +73,150 @@ TEST(PropertyCheck, ACaseTheKernelCannotRunIsNotJudgedByAnyProperty) {
 
 INSTANTIATE_TEST_SUITE_P(Properties, EveryProperty, ::testing::ValuesIn(kProperties),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A correct host attention (fp32 scores, softmax and P V, the output rounded once) whose order of
+// summation over the keys is not fixed: reversed when the problem has fewer key/value heads than
+// query heads (`by_shape`, as a BLAS picks another blocking for another shape), or on every second
+// call (`by_call`, as atomics make it). Either gives other bits than its twin run, not other
+// values beyond rounding.
+class ReorderingAttention final : public AttentionKernel {
+ public:
+  enum class Reorder { by_shape, by_call };
+  ReorderingAttention(std::string name, Reorder reorder)
+      : name_(std::move(name)), reorder_(reorder) {}
+  std::string_view name() const override { return name_; }
+  std::string_view summary() const override { return "test kernel: key order not fixed"; }
+  std::string capabilities() const override { return "dense problems"; }
+  ExecutionSite site() const override { return ExecutionSite::host; }
+  std::span<const PlantedBug> plants() const override { return {}; }
+  SupportVerdict supports(const AttentionProblem& problem) const override {
+    if (features_of(problem) != 0) return SupportVerdict::no("dense problems only");
+    return SupportVerdict::yes();
+  }
+  void forward(const AttentionProblem& p, const AttentionTensors& t, PlantedBug) const override {
+    const bool reversed =
+        reorder_ == Reorder::by_shape ? p.kv_heads < p.heads : calls_.fetch_add(1) % 2 == 1;
+    std::vector<float> scores(static_cast<std::size_t>(p.seq_len_k));
+    std::vector<float> output(static_cast<std::size_t>(p.head_dim));
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int64_t h = 0; h < p.heads; ++h) {
+        const std::int64_t kv = h / p.group_size();
+        for (std::int64_t i = 0; i < p.seq_len_q; ++i) {
+          const std::uint16_t* q =
+              t.q + b * p.q_strides.batch + i * p.q_strides.seq + h * p.q_strides.head;
+          const std::int64_t visible =
+              p.causal ? std::clamp<std::int64_t>(i + p.seq_len_k - p.seq_len_q + 1, 0, p.seq_len_k)
+                       : p.seq_len_k;
+          const auto key_at = [&](std::int64_t n) { return reversed ? visible - 1 - n : n; };
+          float row_max = -INFINITY, row_sum = 0.0f;
+          for (std::int64_t n = 0; n < visible; ++n) {
+            const std::int64_t j = key_at(n);
+            const std::uint16_t* k =
+                t.k + b * p.k_strides.batch + j * p.k_strides.seq + kv * p.k_strides.head;
+            float dot = 0.0f;
+            for (std::int64_t d = 0; d < p.head_dim; ++d) {
+              dot += dtype_to_float(q[d], p.dtype) * dtype_to_float(k[d], p.dtype);
+            }
+            scores[j] = dot * static_cast<float>(p.softmax_scale);
+            row_max = std::max(row_max, scores[j]);
+          }
+          std::fill(output.begin(), output.end(), 0.0f);
+          for (std::int64_t n = 0; n < visible; ++n) {
+            const std::int64_t j = key_at(n);
+            const float weight = std::exp(scores[j] - row_max);
+            row_sum += weight;
+            const std::uint16_t* v =
+                t.v + b * p.v_strides.batch + j * p.v_strides.seq + kv * p.v_strides.head;
+            for (std::int64_t d = 0; d < p.head_dim; ++d)
+              output[d] += weight * dtype_to_float(v[d], p.dtype);
+          }
+          std::uint16_t* o =
+              t.o + b * p.o_strides.batch + i * p.o_strides.seq + h * p.o_strides.head;
+          for (std::int64_t d = 0; d < p.head_dim; ++d) {
+            o[d] = float_to_dtype(visible == 0 ? 0.0f : output[d] / row_sum, p.dtype);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  std::string name_;
+  Reorder reorder_;
+  mutable std::atomic<std::uint64_t> calls_{0};
+};
+
+const AttentionKernel& reordering_kernel(std::string_view name, ReorderingAttention::Reorder how) {
+  if (const AttentionKernel* registered = find_kernel(name)) return *registered;
+  return add_kernel(std::make_unique<ReorderingAttention>(std::string(name), how));
+}
+
+RunSettings settings_for(const AttentionKernel& kernel) {
+  RunSettings settings = cpu_settings();
+  settings.kernel = std::string(kernel.name());
+  return settings;
+}
+
+// How many of `count` random cases `property` judged, and the first failure if any.
+struct Tally {
+  int judged = 0;
+  std::optional<std::string> failure;
+};
+Tally check_random_cases(Property property, const RunSettings& settings, int count) {
+  const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 150,
+                                                       .distributions = {},
+                                                       .injections = true,
+                                                       .other_scales = true,
+                                                       .long_rows = false,
+                                                       .other_head_dims = false});
+  Tally tally;
+  for (int index = 0; index < count && !tally.failure; ++index) {
+    AttentionCase attention_case = generator(rc::Random(104729 * (index + 1)), 100).value();
+    if (property == Property::gqa_equals_mha) {  // as the search's generator makes them: GQA
+      attention_case.heads = attention_case.kv_heads * 2;
+    }
+    const PropertyCheck check = check_property(property, attention_case, settings);
+    tally.judged += check.judged ? 1 : 0;
+    if (check.failure) tally.failure = describe_case(attention_case) + ": " + *check.failure;
+  }
+  return tally;
+}
+
+TEST(PropertyCheck, GqaEqualsMhaHoldsWithinTheBoundForAKernelWhoseOrderFollowsTheShape) {
+  const AttentionKernel& kernel =
+      reordering_kernel("test_order_by_shape", ReorderingAttention::Reorder::by_shape);
+  const Tally bounded = check_random_cases(Property::gqa_equals_mha, settings_for(kernel), 200);
+  EXPECT_FALSE(bounded.failure.has_value()) << *bounded.failure;
+  EXPECT_GE(bounded.judged, 100);
+  // The bitwise form, which a kernel declaring shape-independent arithmetic asks for, would have
+  // failed this correct kernel: the bound is not idle.
+  RunSettings declared = settings_for(kernel);
+  declared.shape_independent_arithmetic = true;
+  const Tally bitwise = check_random_cases(Property::gqa_equals_mha, declared, 200);
+  ASSERT_TRUE(bitwise.failure.has_value());
+  EXPECT_THAT(*bitwise.failure, ::testing::HasSubstr("must be bitwise equal"));
+}
+
+TEST(PropertyCheck, ANondeterministicKernelAllowedToBeHoldsEveryPropertyButDeterminismIsNotJudged) {
+  const AttentionKernel& kernel =
+      reordering_kernel("test_order_by_call", ReorderingAttention::Reorder::by_call);
+  RunSettings allowed = settings_for(kernel);
+  allowed.allow_nondeterminism = true;
+  for (const PropertyInfo& info : kProperties) {
+    if (info.property == Property::matches_oracle) continue;  // the case runner's, tested there
+    const Tally tally = check_random_cases(info.property, allowed, 60);
+    EXPECT_FALSE(tally.failure.has_value()) << info.name << ": " << *tally.failure;
+    if (info.property == Property::determinism) {
+      EXPECT_EQ(tally.judged, 0);
+    } else {
+      EXPECT_GT(tally.judged, 0) << info.name;
+    }
+  }
+  // Not allowed, the same kernel fails determinism.
+  const Tally strict = check_random_cases(Property::determinism, settings_for(kernel), 60);
+  ASSERT_TRUE(strict.failure.has_value());
+  EXPECT_THAT(*strict.failure, ::testing::HasSubstr("on a second run"));
+}
 
 // The saved regressions go to a folder of the test's own (TemporaryFolder).
 class SearchFindsPlant : public TemporaryFolder,

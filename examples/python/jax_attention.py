@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""JAX's jax.nn.dot_product_attention (XLA on the CPU) as an attnfuzz kernel, in attnfuzz's
+(FlashAttention's) conventions. scripts/real_kernels.sh runs it:
+
+    fuzz_attention --kernel-py examples/python/jax_attention.py:dot_product_attention \\
+        --python build-tools/real-kernels/bin/python --configs corpus/matrix/pr.json
+
+Where JAX's convention differs from attnfuzz's, the adapter bridges it:
+- `is_causal` is aligned top-left (query i sees keys j <= i); attnfuzz's causal mask is aligned
+  bottom-right (j <= i + Sk - Sq). So is `local_window_size`. Both go into one boolean `mask`
+  built about the bottom-right diagonal instead.
+- ALiBi is not an argument: it is the `bias` -slope_h * |i + Sk - Sq - j|, in fp32.
+- A row that sees no key (causal with Sq > Sk, or a window left of every key) gets no defined
+  output from JAX; attnfuzz's convention is 0, written here.
+- Soft-capping, packed (varlen) batches, paged K/V and the log-sum-exp are not in JAX's API: not
+  declared, so those cases are skipped naming the feature.
+The inputs are copied into JAX arrays (jnp.asarray) and the result copied into `out`.
+"""
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def visible_keys(seq_len_q, seq_len_k, causal, window_size):
+    """[Sq, Sk] booleans: which keys each query sees, about the bottom-right diagonal."""
+    row = np.arange(seq_len_q)[:, None]
+    key = np.arange(seq_len_k)[None, :]
+    diagonal = row + seq_len_k - seq_len_q
+    visible = np.ones((seq_len_q, seq_len_k), dtype=bool)
+    left, right = window_size
+    if causal:
+        visible &= key <= diagonal
+    if right >= 0:
+        visible &= key <= diagonal + right
+    if left >= 0:
+        visible &= key >= diagonal - left
+    return visible
+
+
+def dot_product_attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap,
+                          alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                          block_table, lse):
+    seq_len_q, seq_len_k = q.shape[1], k.shape[1]
+    visible = visible_keys(seq_len_q, seq_len_k, causal, window_size)
+    bias = None
+    if alibi_slopes is not None:
+        distance = np.abs(np.arange(seq_len_q)[:, None] + seq_len_k - seq_len_q -
+                          np.arange(seq_len_k)[None, :])
+        bias = jnp.asarray(-np.asarray(alibi_slopes, dtype=np.float32)[None, :, None, None] *
+                           distance[None, None, :, :].astype(np.float32))
+    result = jax.nn.dot_product_attention(
+        jnp.asarray(q), jnp.asarray(k), jnp.asarray(v), bias=bias,
+        mask=jnp.asarray(visible[None, None, :, :]), scale=softmax_scale)
+    result = np.asarray(result)
+    out[...] = np.where(visible.any(axis=1)[None, :, None, None], result, 0).astype(out.dtype)
+
+
+dot_product_attention.attnfuzz_features = {"sliding_window", "alibi"}
+dot_product_attention.attnfuzz_device = "cpu"

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""PyTorch's torch.nn.functional.scaled_dot_product_attention as attnfuzz kernels, one function per
+backend, in attnfuzz's (FlashAttention's) conventions. scripts/real_kernels.sh runs them:
+
+    fuzz_attention --kernel-py examples/python/torch_sdpa.py:sdpa_math --py-framework torch \\
+        --python build-tools/real-kernels/bin/python --configs corpus/matrix/pr.json
+
+sdpa_math and sdpa_flash run on the CPU (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION); sdpa
+leaves the choice to PyTorch. Where SDPA's convention differs from attnfuzz's, the adapter bridges
+it:
+- SDPA takes [batch, heads, seq, head_dim]: q, k, v are passed as transposed views of attnfuzz's
+  [batch, seq, heads, head_dim] (no copy; their strides stay the harness's).
+- `is_causal` is aligned top-left (query i sees keys j <= i); attnfuzz's causal mask is aligned
+  bottom-right (j <= i + Sk - Sq). With Sq == Sk and no window they agree and `is_causal` is
+  passed; otherwise a boolean `attn_mask` built about the bottom-right diagonal, with the window.
+- A row that sees no key comes out NaN from SDPA; attnfuzz's convention is 0, written here.
+- GQA: `enable_gqa=True` when there are fewer key/value heads than query heads.
+- ALiBi would be a float `attn_mask` in the input dtype: its rounding to fp16/bf16 is error that
+  an fp32 bias has not, so it is not declared; nor are soft-capping, packed batches, paged K/V and
+  the log-sum-exp, which SDPA has no arguments for.
+"""
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def _visible_keys(seq_len_q, seq_len_k, causal, window_size, device):
+    """[Sq, Sk] booleans: which keys each query sees, about the bottom-right diagonal."""
+    row = torch.arange(seq_len_q, device=device)[:, None]
+    key = torch.arange(seq_len_k, device=device)[None, :]
+    diagonal = row + seq_len_k - seq_len_q
+    visible = torch.ones(seq_len_q, seq_len_k, dtype=torch.bool, device=device)
+    left, right = window_size
+    if causal:
+        visible &= key <= diagonal
+    if right >= 0:
+        visible &= key <= diagonal + right
+    if left >= 0:
+        visible &= key >= diagonal - left
+    return visible
+
+
+def _attention(backends, q, k, v, out, softmax_scale, causal, window_size):
+    seq_len_q, seq_len_k = q.shape[1], k.shape[1]
+    windowed = window_size != (-1, -1)
+    mask = None
+    is_causal = causal and seq_len_q == seq_len_k and not windowed
+    if (causal or windowed) and not is_causal:
+        mask = _visible_keys(seq_len_q, seq_len_k, causal, window_size, q.device)
+    with sdpa_kernel(backends) if backends else contextlib.nullcontext():
+        result = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
+            is_causal=is_causal, scale=softmax_scale, enable_gqa=k.shape[2] != q.shape[2])
+    result = result.transpose(1, 2)
+    if mask is not None:
+        result = torch.where(mask.any(dim=1)[None, :, None, None], result, 0)
+    out.copy_(result)
+
+
+def _backend_function(backends, name):
+    def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                  cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse):
+        _attention(backends, q, k, v, out, softmax_scale, causal, window_size)
+
+    attention.__name__ = name
+    attention.attnfuzz_features = {"sliding_window"}
+    attention.attnfuzz_device = "cpu"
+    return attention
+
+
+sdpa_math = _backend_function([SDPBackend.MATH], "sdpa_math")
+sdpa_flash = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash")
+sdpa = _backend_function(None, "sdpa")  # PyTorch chooses
