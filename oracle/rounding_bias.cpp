@@ -15,8 +15,9 @@ void summarize(double sum, double squares, std::int64_t rows, double& z, double&
 
 }  // namespace
 
-double bias_closeness(double z, double steps) {
-  return std::min(std::fabs(z) / kBiasZLimit, std::fabs(steps) / kBiasMinSteps);
+double bias_closeness(double z, double steps, double plain_steps) {
+  return std::min({std::fabs(z) / kBiasZLimit, std::fabs(steps) / kBiasMinSteps,
+                   std::fabs(steps - plain_steps) / kBiasMinSteps});
 }
 
 RoundingBiasTest::RoundingBiasTest(Dtype output_dtype) {
@@ -29,9 +30,11 @@ void RoundingBiasTest::begin_row() {
   row_outward_ = 0.0;
   row_upward_ = 0.0;
   row_weight_ = 0.0;
+  row_plain_outward_ = 0.0;
+  row_plain_upward_ = 0.0;
 }
 
-void RoundingBiasTest::add(double expected, double actual, double allowed) {
+void RoundingBiasTest::add(double expected, double actual, double allowed, double plain) {
   const double magnitude = std::fabs(expected);
   // Subnormal outputs round to an absolute step: no relative signing is meaningful there.
   if (!(magnitude >= min_normal_) || !std::isfinite(expected) || !std::isfinite(actual)) return;
@@ -42,6 +45,9 @@ void RoundingBiasTest::add(double expected, double actual, double allowed) {
   row_upward_ += weight * error_steps;
   row_outward_ += weight * (expected > 0.0 ? error_steps : -error_steps);
   row_weight_ += weight;
+  const double plain_steps = std::isfinite(plain) ? (plain - expected) / step : 0.0;
+  row_plain_upward_ += weight * plain_steps;
+  row_plain_outward_ += weight * (expected > 0.0 ? plain_steps : -plain_steps);
 }
 
 void RoundingBiasTest::end_row(std::uint64_t row_fingerprint) {
@@ -52,6 +58,8 @@ void RoundingBiasTest::end_row(std::uint64_t row_fingerprint) {
   outward_squares_ += outward * outward;
   upward_sum_ += upward;
   upward_squares_ += upward * upward;
+  plain_outward_sum_ += row_plain_outward_ / row_weight_;
+  plain_upward_sum_ += row_plain_upward_ / row_weight_;
   ++rows_;
 }
 
@@ -60,8 +68,13 @@ RoundingBias RoundingBiasTest::result() const {
   bias.rows = rows_;
   summarize(outward_sum_, outward_squares_, rows_, bias.outward_z, bias.outward_steps);
   summarize(upward_sum_, upward_squares_, rows_, bias.upward_z, bias.upward_steps);
-  bias.ratio = std::max(bias_closeness(bias.outward_z, bias.outward_steps),
-                        bias_closeness(bias.upward_z, bias.upward_steps));
+  if (rows_ > 0) {
+    bias.plain_outward_steps = plain_outward_sum_ / static_cast<double>(rows_);
+    bias.plain_upward_steps = plain_upward_sum_ / static_cast<double>(rows_);
+  }
+  bias.ratio =
+      std::max(bias_closeness(bias.outward_z, bias.outward_steps, bias.plain_outward_steps),
+               bias_closeness(bias.upward_z, bias.upward_steps, bias.plain_upward_steps));
   bias.leans = bias.ratio > 1.0;
   return bias;
 }

@@ -259,10 +259,11 @@ std::string inconclusive_row_reason(const ToleranceTerms& terms, std::int64_t b,
 }
 
 // Every element of the kernel's output against its bound, in (b, h, i, d) order; the widened
-// outputs go to `actual_values` (compact order) for the correlation.
+// outputs go to `actual_values` (compact order) for the correlation. The bias test samples the
+// kernel's errors and, beside them, the plain reference's (`plain`, compact; empty: none).
 ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& terms,
-                         const ReferenceAttention& reference, const std::uint16_t* output,
-                         double relative_floor, Comparison& result,
+                         const ReferenceAttention& reference, const std::vector<float>& plain,
+                         const std::uint16_t* output, double relative_floor, Comparison& result,
                          std::vector<double>& actual_values) {
   ErrorSums sums;
   RoundingBiasTest bias(problem.dtype);
@@ -303,7 +304,9 @@ ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& 
           const double ratio =
               check_element(element, out_row[d] == poison, relative_floor, result, sums);
           record_verdict(element, ratio, result, sums);
-          if (element.fault == ElementFault::none) bias.add(expected, actual, allowed);
+          if (element.fault == ElementFault::none) {
+            bias.add(expected, actual, allowed, plain.empty() ? expected : plain[index]);
+          }
         }
         if (judgeable) {
           bias.end_row(fingerprint);
@@ -425,9 +428,11 @@ void apply_flash_attention_rule(double unit_roundoff, double max_expected, doubl
 
 // One line saying which way the errors lean, by how much and how surely.
 std::string bias_reason(const RoundingBias& bias) {
-  const bool outward = bias_closeness(bias.outward_z, bias.outward_steps) > 1.0;
+  const bool outward =
+      bias_closeness(bias.outward_z, bias.outward_steps, bias.plain_outward_steps) > 1.0;
   const double z = outward ? bias.outward_z : bias.upward_z;
   const double steps = outward ? bias.outward_steps : bias.upward_steps;
+  const double plain_steps = outward ? bias.plain_outward_steps : bias.plain_upward_steps;
   const char* direction = outward ? (steps < 0.0 ? "toward zero" : "away from zero")
                                   : (steps < 0.0 ? "downward" : "upward");
   std::ostringstream reason;
@@ -435,7 +440,8 @@ std::string bias_reason(const RoundingBias& bias) {
   reason << "rounding bias: the errors lean " << direction << " by " << std::fabs(steps)
          << " output rounding steps on average over " << bias.rows << " rows (z = " << z
          << "; correct rounding stays within |z| <= " << kBiasZLimit << " or " << kBiasMinSteps
-         << " steps): an output conversion that truncates or rounds one way?";
+         << " steps, or as far as a plain computation in the input precision leans, " << plain_steps
+         << "): an output conversion that truncates or rounds one way?";
   return reason.str();
 }
 
@@ -556,8 +562,8 @@ Comparison compare_to_reference(const AttentionProblem& problem,
   std::vector<double> actual_values(reference.output.size());
   // Relative errors count only where |expected| is at least one output rounding of the largest.
   const double relative_floor = terms.unit_roundoff * expected.max_abs;
-  const ErrorSums sums =
-      check_elements(problem, terms, reference, output, relative_floor, result, actual_values);
+  const ErrorSums sums = check_elements(problem, terms, reference, plain, output, relative_floor,
+                                        result, actual_values);
   summarize_errors(sums, expected.sum, reference.output, actual_values, result);
   // The bias test's model, that a correct kernel's errors are symmetric, does not hold for a
   // low-precision accumulator: addends below half its step are lost (stagnation), which leans

@@ -71,6 +71,10 @@ constexpr Field<RoundingBias, double> kBiasFigures[] = {
     {"upward_z", &RoundingBias::upward_z},   {"upward_steps", &RoundingBias::upward_steps},
     {"ratio", &RoundingBias::ratio},
 };
+constexpr Field<RoundingBias, double> kPlainBiasFigures[] = {
+    {"plain_outward_steps", &RoundingBias::plain_outward_steps},
+    {"plain_upward_steps", &RoundingBias::plain_upward_steps},
+};
 constexpr Field<RoundingBias, std::int64_t> kBiasCounts[] = {
     {"rows", &RoundingBias::rows},
 };
@@ -126,6 +130,7 @@ json correctness_to_json(const CaseResult& result) {
   json bias = json::object();
   write_fields(bias, comparison.bias, kBiasFigures);
   write_fields(bias, comparison.bias, kBiasCounts);
+  write_fields(bias, comparison.bias, kPlainBiasFigures);
   correctness["bias"] = bias;
   if (comparison.lse_rows > 0) {
     json log_sum_exp = json::object();
@@ -225,6 +230,12 @@ Comparison comparison_from_json(const json& record, bool passed) {
   const json& bias = member(correctness, at, "bias");
   read_fields(comparison.bias, bias, at + "/bias", kBiasFigures);
   read_fields(comparison.bias, bias, at + "/bias", kBiasCounts);
+  // Reports written before the plain reference's lean was recorded have none: 0.
+  for (const auto& field : kPlainBiasFigures) {
+    if (bias.contains(field.name)) {
+      comparison.bias.*field.member = number_at(bias, at + "/bias", field.name);
+    }
+  }
   comparison.bias.leans = comparison.bias.ratio > 1.0;
   comparison.failed = !passed && (comparison.failing_elements > 0 ||
                                   comparison.fa_rule_ratio > 1.0 || comparison.bias.leans);

@@ -42,7 +42,8 @@ RoundingBias bias_of(Dtype dtype, Conversion conversion, int rows, int dim, unsi
     test.begin_row();
     for (int d = 0; d < dim; ++d) {
       const double expected = normal(random);
-      test.add(expected, convert(expected, dtype, conversion), 3.0 * u * std::fabs(expected));
+      test.add(expected, convert(expected, dtype, conversion), 3.0 * u * std::fabs(expected),
+               expected);
     }
     test.end_row(static_cast<std::uint64_t>(row));
   }
@@ -70,6 +71,30 @@ TEST(RoundingBias, TruncationLeansTowardZeroByHalfAStepAndFails) {
   }
 }
 
+TEST(RoundingBias, ALeanThePlainReferenceSharesDoesNotFail) {
+  // Every row's expected output sits a third of a step above a representable value, as a flat
+  // row's probabilities 1/n do, and both the kernel and the plain reference land on the value
+  // below: a lean of -1/3 step that a correct computation in the input precision makes too.
+  RoundingBiasTest shared(Dtype::fp16), alone(Dtype::fp16);
+  const double step = std::ldexp(1.0, -10);  // fp16's step in [1, 2)
+  for (int row = 0; row < 400; ++row) {
+    shared.begin_row();
+    alone.begin_row();
+    const double value = 1.0 + (row + 1) * step;
+    shared.add(value + step / 3.0, value, step, value);
+    alone.add(value + step / 3.0, value, step, value + step / 3.0);
+    shared.end_row(static_cast<std::uint64_t>(row));
+    alone.end_row(static_cast<std::uint64_t>(row));
+  }
+  const RoundingBias explained = shared.result();
+  EXPECT_NEAR(explained.outward_steps, -1.0 / 3.0, 1e-9);
+  EXPECT_NEAR(explained.plain_outward_steps, -1.0 / 3.0, 1e-9);
+  EXPECT_FALSE(explained.leans);
+  const RoundingBias unexplained = alone.result();  // the plain reference exact: the kernel's own
+  EXPECT_TRUE(unexplained.leans);
+  EXPECT_NEAR(unexplained.plain_outward_steps, 0.0, 1e-9);
+}
+
 TEST(RoundingBias, RoundingAlwaysUpwardLeansUpwardAndFails) {
   const RoundingBias bias = bias_of(Dtype::fp16, Conversion::upward, 100, 64, 3);
   EXPECT_TRUE(bias.leans);
@@ -81,7 +106,7 @@ TEST(RoundingBias, RowsWithTheSameExpectedOutputsCountOnce) {
   RoundingBiasTest test(Dtype::fp16);
   for (int copy = 0; copy < 100; ++copy) {
     test.begin_row();
-    test.add(1.1, 1.0996, 0.002);  // below: a lean toward zero, the same in every copy
+    test.add(1.1, 1.0996, 0.002, 1.1);  // below: a lean toward zero, the same in every copy
     test.end_row(42);
   }
   const RoundingBias bias = test.result();
@@ -101,9 +126,9 @@ TEST(RoundingBias, ElementsWhoseBoundSpansManyStepsCountForLittleAndSubnormalsNo
   const double step = 2.0 * traits_of(Dtype::fp16).unit_roundoff();  // at 1.5
   RoundingBiasTest test(Dtype::fp16);
   test.begin_row();
-  test.add(1.5, 1.5 - 0.5 * step, step);              // weight 1: half a step down
-  test.add(1.25, 1.25 + 100.0 * step, 100.0 * step);  // weight 1e-4: 100 steps up
-  test.add(1e-6, 0.0, 1e-3);                          // subnormal in fp16: left out
+  test.add(1.5, 1.5 - 0.5 * step, step, 1.5);               // weight 1: half a step down
+  test.add(1.25, 1.25 + 100.0 * step, 100.0 * step, 1.25);  // weight 1e-4: 100 steps up
+  test.add(1e-6, 0.0, 1e-3, 1e-6);                          // subnormal in fp16: left out
   test.end_row(1);
   const RoundingBias bias = test.result();
   EXPECT_EQ(bias.rows, 1);
@@ -112,7 +137,7 @@ TEST(RoundingBias, ElementsWhoseBoundSpansManyStepsCountForLittleAndSubnormalsNo
 
   RoundingBiasTest only_subnormal(Dtype::fp16);
   only_subnormal.begin_row();
-  only_subnormal.add(1e-6, 0.0, 1e-3);
+  only_subnormal.add(1e-6, 0.0, 1e-3, 1e-6);
   only_subnormal.end_row(2);
   EXPECT_EQ(only_subnormal.result().rows, 0);
 }
@@ -132,7 +157,7 @@ TEST(RoundingBias, SymmetricErrorsOfWildlyDifferentSizesRaiseNoAlarm) {
       const double step = 2.0 * traits_of(Dtype::fp16).unit_roundoff();
       const double error = unit(random) * std::ldexp(0.1, exponent(random)) * step;
       test.begin_row();
-      test.add(expected, expected + error, 4.0 * step);
+      test.add(expected, expected + error, 4.0 * step, expected);
       test.end_row(static_cast<std::uint64_t>(trial) * 1000 + static_cast<std::uint64_t>(row));
     }
     const RoundingBias bias = test.result();
