@@ -54,7 +54,7 @@ struct RoundingBias {
   double plain_upward_steps = 0.0;   // ... and as signed
   bool leans = false;                // either signing beyond both limits: the case fails
   double ratio = 0.0;                // how close to failing: max over signings of
-                                     // min(|Z| / kBiasZLimit, |M| / kBiasMinSteps); > 1 fails
+                                     // bias_closeness (below); > 1 fails
 };
 
 // How close one signing (its Z, mean steps M and the plain reference's M_plain) comes to failing:

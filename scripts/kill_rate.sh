@@ -8,7 +8,8 @@
 #   (4) libFuzzer, 120 s budget       fuzz_attention_libfuzzer -max_total_time=120 (fresh corpus)
 # Prints a Markdown table (time to first failure in seconds, "-" when not killed) and a summary.
 #
-#   scripts/kill_rate.sh [--kernel cpu_flash | --kernel-py FILE.py:FN [--python PY]]
+#   scripts/kill_rate.sh [--kernel cpu_flash | --kernel-py FILE.py:FN [--python PY]
+#                        [--py-framework numpy]]
 #                        [--budget 60] [--libfuzzer-budget 120]
 #                        [--plants "a b c"] [--no-seed27] [--no-build]
 # --kernel-py measures a Python function instead (docs/python.md), whose plants are switched by the
@@ -22,6 +23,7 @@ cd "$(dirname "$0")/.."
 kernel=cpu_flash
 kernel_py=""
 python=""
+py_framework=numpy
 budget=60
 libfuzzer_budget=120
 plants=""
@@ -32,6 +34,7 @@ while (($#)); do
     --kernel) kernel=$2; shift 2 ;;
     --kernel-py) kernel_py=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
+    --py-framework) py_framework=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --libfuzzer-budget) libfuzzer_budget=$2; shift 2 ;;
     --plants) plants=$2; shift 2 ;;
@@ -49,8 +52,9 @@ fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
 kernel_flags=(--kernel "$kernel")
 libfuzzer_kernel=("--kernel=$kernel")
 if [[ -n $kernel_py ]]; then
-  kernel_flags=(--kernel-py "$kernel_py" ${python:+--python "$python"})
-  libfuzzer_kernel=("--kernel-py=$kernel_py" ${python:+"--python=$python"})
+  kernel_flags=(--kernel-py "$kernel_py" ${python:+--python "$python"} --py-framework "$py_framework")
+  libfuzzer_kernel=("--kernel-py=$kernel_py" ${python:+"--python=$python"}
+    "--py-framework=$py_framework")
   if [[ -z $plants ]]; then
     echo "kill_rate: --kernel-py needs --plants (the function's own plants)" >&2
     exit 3

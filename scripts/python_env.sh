@@ -18,6 +18,7 @@ while (($#)); do
     --build-dir) build_dir=$2; shift 2 ;;
     --venv) venv=$2; shift 2 ;;
     -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
+    -*) echo "python_env: unknown argument '$1'" >&2; exit 3 ;;
     *) packages+=("$1"); shift ;;
   esac
 done
