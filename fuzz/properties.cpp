@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <sstream>
 
@@ -103,16 +104,28 @@ std::optional<std::string> compare_outputs(const AttentionProblem& problem,
   return std::nullopt;
 }
 
-// Twice the oracle-free bound of either input set: each output is within its bound of the truth.
-AllowedDifference within_bounds(const OracleFreeBound& first, const OracleFreeBound& second) {
-  return [&first, &second](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d,
-                           double magnitude) {
-    return first.allowed(b, h, i, d, magnitude) + second.allowed(b, h, i, d, magnitude);
-  };
-}
-
 AttentionTensors input_tensors(const AttentionInputs& inputs) {
   return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+}
+
+// The sum of two runs' oracle-free bounds, each on its problem and inputs: each output is within
+// its own bound of the truth. The comparison keeps the bounds (one, when both runs have the same
+// inputs); the problems must have the same query heads, so that an element's place is the same.
+AllowedDifference within_bounds(const AttentionProblem& first_problem,
+                                const AttentionInputs& first_inputs,
+                                const AttentionProblem& second_problem,
+                                const AttentionInputs& second_inputs,
+                                const DeclaredNumerics& numerics) {
+  const auto first =
+      std::make_shared<const OracleFreeBound>(first_problem, input_tensors(first_inputs), numerics);
+  const auto second = &first_inputs == &second_inputs
+                          ? first
+                          : std::make_shared<const OracleFreeBound>(
+                                second_problem, input_tensors(second_inputs), numerics);
+  return [first, second](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d,
+                         double magnitude) {
+    return first->allowed(b, h, i, d, magnitude) + second->allowed(b, h, i, d, magnitude);
+  };
 }
 
 // Visits every key/value row: fn(batch, kv head, key index, k offset, v offset).
@@ -139,10 +152,15 @@ struct Subject {
 
   KernelOutput run(const AttentionInputs& on) const { return execute(*kernel, problem, on, plant); }
   KernelOutput run() const { return run(inputs); }
+  // Two runs of this problem, on these inputs, within their bounds.
+  AllowedDifference bounds(const AttentionInputs& first, const AttentionInputs& second) const {
+    return within_bounds(problem, first, problem, second, numerics);
+  }
   // Bitwise equality (nullptr) for two runs of this shape whose arithmetic is the same, where the
-  // kernel is deterministic; else `bound`.
-  AllowedDifference same_arithmetic_or(AllowedDifference bound) const {
-    return deterministic ? nullptr : std::move(bound);
+  // kernel is deterministic; else their bounds (computed only then).
+  AllowedDifference same_arithmetic_or_bounds(const AttentionInputs& first,
+                                              const AttentionInputs& second) const {
+    return deterministic ? nullptr : bounds(first, second);
   }
 };
 
@@ -161,10 +179,9 @@ PropertyCheck check_permutation(const Subject& subject) {
     std::copy_n(&subject.inputs.k[k_from], dim, &permuted.k[k_at]);
     std::copy_n(&subject.inputs.v[v_from], dim, &permuted.v[v_at]);
   });
-  const OracleFreeBound bound(problem, input_tensors(subject.inputs), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(permuted),
                          "after reversing the order of the keys", nullptr,
-                         within_bounds(bound, bound));
+                         subject.bounds(subject.inputs, subject.inputs));
 }
 
 PropertyCheck check_key_shift(const Subject& subject, std::uint64_t seed) {
@@ -199,11 +216,9 @@ PropertyCheck check_key_shift(const Subject& subject, std::uint64_t seed) {
       }
     }
   }
-  const OracleFreeBound first(problem, input_tensors(subject.inputs), subject.numerics);
-  const OracleFreeBound second(problem, input_tensors(shifted), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(shifted),
                          "after adding one vector to every key of its head", nullptr,
-                         within_bounds(first, second));
+                         subject.bounds(subject.inputs, shifted));
 }
 
 PropertyCheck check_independence(const Subject& subject, const AttentionCase& attention_case) {
@@ -231,10 +246,9 @@ PropertyCheck check_independence(const Subject& subject, const AttentionCase& at
     const bool keys_changed = b == last_batch && h / problem.group_size() == last_kv;
     return !query_changed && !keys_changed;
   };
-  const OracleFreeBound bound(problem, input_tensors(subject.inputs), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(changed),
                          "after changing only another batch's or head's data", untouched,
-                         subject.same_arithmetic_or(within_bounds(bound, bound)));
+                         subject.same_arithmetic_or_bounds(subject.inputs, subject.inputs));
 }
 
 PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_case) {
@@ -261,13 +275,12 @@ PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_c
             gqa.head_dim,
             &repeated.v[b * mha.v_strides.batch + j * mha.v_strides.seq + h * mha.v_strides.head]);
       }
-  // The two problems have the same query heads, so one element's place and bound are the same in
-  // both outputs; their arithmetic is the same only where the kernel declares it shape-independent.
-  const OracleFreeBound gqa_bound(gqa, input_tensors(subject.inputs), subject.numerics);
-  const OracleFreeBound mha_bound(mha, input_tensors(repeated), subject.numerics);
-  const AllowedDifference allowed = subject.deterministic && subject.shape_independent
-                                        ? nullptr
-                                        : within_bounds(gqa_bound, mha_bound);
+  // The two problems have the same query heads, so one element's place is the same in both
+  // outputs; their arithmetic is the same only where the kernel declares it shape-independent.
+  const AllowedDifference allowed =
+      subject.deterministic && subject.shape_independent
+          ? nullptr
+          : within_bounds(gqa, subject.inputs, mha, repeated, subject.numerics);
   return compare_outputs(gqa, subject.run(), execute(*subject.kernel, mha, repeated, subject.plant),
                          "in the same problem as MHA with repeated key/value heads", nullptr,
                          allowed);
@@ -292,12 +305,10 @@ PropertyCheck check_causal_future(const Subject& subject, const AttentionCase& a
   const RowFilter blind = [&](std::int64_t, std::int64_t, std::int64_t i) {
     return problem.visible_keys_of(0, i).end <= first_changed;
   };
-  const OracleFreeBound first(problem, input_tensors(subject.inputs), subject.numerics);
-  const OracleFreeBound second(problem, input_tensors(changed), subject.numerics);
   return compare_outputs(problem, subject.run(), subject.run(changed),
                          "after changing keys from " + std::to_string(first_changed) +
                              " on, which the row must not see",
-                         blind, subject.same_arithmetic_or(within_bounds(first, second)));
+                         blind, subject.same_arithmetic_or_bounds(subject.inputs, changed));
 }
 
 PropertyCheck check_value_scaling(const Subject& subject) {
@@ -330,9 +341,8 @@ PropertyCheck check_value_scaling(const Subject& subject) {
     }
   }
   // The doubled run's bound, halved, is the first run's.
-  const OracleFreeBound bound(problem, input_tensors(subject.inputs), subject.numerics);
   return compare_outputs(problem, first, second, "halved, after doubling V", nullptr,
-                         subject.same_arithmetic_or(within_bounds(bound, bound)));
+                         subject.same_arithmetic_or_bounds(subject.inputs, subject.inputs));
 }
 
 PropertyCheck check_determinism(const Subject& subject) {
@@ -361,10 +371,9 @@ PropertyCheck check_padding(const Subject& subject) {
   zero_outside(zeroed.q, problem.q_strides, problem.seq_len_q, problem.heads);
   zero_outside(zeroed.k, problem.k_strides, problem.seq_len_k, problem.kv_heads);
   zero_outside(zeroed.v, problem.v_strides, problem.seq_len_k, problem.kv_heads);
-  const OracleFreeBound bound(problem, input_tensors(zeroed), subject.numerics);
   return compare_outputs(problem, subject.run(zeroed), subject.run(),
                          "with NaN instead of zeros in the inputs' padding and tails", nullptr,
-                         subject.same_arithmetic_or(within_bounds(bound, bound)));
+                         subject.same_arithmetic_or_bounds(zeroed, zeroed));
 }
 
 // The cases a property draws from: the general generator, adjusted so the property applies.

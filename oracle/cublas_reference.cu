@@ -151,21 +151,14 @@ void store_data_scales(const AttentionProblem& problem, std::int64_t pair, const
   }
 }
 
-// The result, every element 0 until written (the data scales are sums).
-// Every array of the reference at its size (each is written in full below; bias_scale stays 0:
-// this oracle computes dense attention only, without ALiBi).
-ReferenceAttention zeroed_reference(const AttentionProblem& problem) {
-  const std::int64_t dim = problem.head_dim;
-  const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
+// The result at its size (size_reference, shared with the CPU oracle), the arrays the pipeline
+// does not overwrite set to 0: the column sums of |V|, which it adds to, and bias_scale, which
+// stays 0 (this oracle computes dense attention only, without ALiBi).
+ReferenceAttention sized_reference(const AttentionProblem& problem) {
   ReferenceAttention reference;
-  reference.output.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
-  reference.magnitude.assign(static_cast<std::size_t>(rows_total * dim), 0.0);
-  reference.inverse_row_sum.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.score_scale.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.bias_scale.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.log_sum_exp.assign(static_cast<std::size_t>(rows_total), 0.0);
-  reference.value_abs_sum.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim),
-                                 0.0);
+  size_reference(problem, reference);
+  std::fill(reference.value_abs_sum.begin(), reference.value_abs_sum.end(), 0.0);
+  std::fill(reference.bias_scale.begin(), reference.bias_scale.end(), 0.0);
   return reference;
 }
 
@@ -324,7 +317,7 @@ class ChunkPipeline {
 ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
                                               const AttentionTensors& tensors) {
   const std::int64_t pairs = problem.batch * problem.kv_heads;
-  ReferenceAttention reference = zeroed_reference(problem);
+  ReferenceAttention reference = sized_reference(problem);
   const PairSizes sizes(problem);
   const std::int64_t chunk = pairs_per_chunk(sizes, pairs);
   ChunkPipeline pipeline(problem, sizes, chunk);

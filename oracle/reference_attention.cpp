@@ -141,20 +141,6 @@ RowBlock locate_block(const AttentionProblem& problem, std::int64_t item, std::i
   return where;
 }
 
-// Gives every array of the result its size; the items write every element.
-void size_reference(const AttentionProblem& problem, ReferenceAttention& reference) {
-  const std::int64_t dim = problem.head_dim;
-  const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
-  resize_for_overwrite(reference.output, static_cast<std::size_t>(rows_total * dim));
-  resize_for_overwrite(reference.magnitude, static_cast<std::size_t>(rows_total * dim));
-  resize_for_overwrite(reference.inverse_row_sum, static_cast<std::size_t>(rows_total));
-  resize_for_overwrite(reference.score_scale, static_cast<std::size_t>(rows_total));
-  resize_for_overwrite(reference.bias_scale, static_cast<std::size_t>(rows_total));
-  resize_for_overwrite(reference.log_sum_exp, static_cast<std::size_t>(rows_total));
-  resize_for_overwrite(reference.value_abs_sum,
-                       static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
-}
-
 void widen_keys_and_values(const AttentionProblem& problem, const AttentionTensors& tensors,
                            const RowBlock& where, Workspace& work) {
   const std::int64_t dim = problem.head_dim;
@@ -384,6 +370,19 @@ void reference_for_block(const AttentionProblem& problem, const AttentionTensors
 }
 
 }  // namespace
+
+void size_reference(const AttentionProblem& problem, ReferenceAttention& reference) {
+  const std::int64_t dim = problem.head_dim;
+  const std::int64_t rows_total = problem.batch * problem.heads * problem.seq_len_q;
+  resize_for_overwrite(reference.output, static_cast<std::size_t>(rows_total * dim));
+  resize_for_overwrite(reference.magnitude, static_cast<std::size_t>(rows_total * dim));
+  resize_for_overwrite(reference.inverse_row_sum, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.score_scale, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.bias_scale, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.log_sum_exp, static_cast<std::size_t>(rows_total));
+  resize_for_overwrite(reference.value_abs_sum,
+                       static_cast<std::size_t>(problem.batch * problem.kv_heads * dim));
+}
 
 double magnitude_excess(std::int64_t seq_len_k) {
   const double gamma = float_sum_gamma(std::min(seq_len_k, kMagnitudeChunkKeys));

@@ -28,6 +28,10 @@ struct ReferenceAttention {
   LargeBuffer<double> value_abs_sum;  // sum_j |V_jd|
 };
 
+// Gives every array of `reference` its size for `problem`, its elements left as they are: an
+// oracle writes every one (the CPU oracle here, the cuBLAS one in cublas_reference.cu).
+void size_reference(const AttentionProblem& problem, ReferenceAttention& reference);
+
 // Computes the reference for the problem's inputs (q, k, v of `tensors`; o is not read) into
 // `reference`, resizing its arrays and writing every element: a caller may reuse one
 // ReferenceAttention from case to case. Uses all threads of the machine; `threads` overrides.

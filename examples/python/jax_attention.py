@@ -23,22 +23,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-
-def visible_keys(seq_len_q, seq_len_k, causal, window_size):
-    """[Sq, Sk] booleans: which keys each query sees, about the bottom-right diagonal."""
-    row = np.arange(seq_len_q)[:, None]
-    key = np.arange(seq_len_k)[None, :]
-    diagonal = row + seq_len_k - seq_len_q
-    visible = np.ones((seq_len_q, seq_len_k), dtype=bool)
-    left, right = window_size
-    if causal:
-        visible &= key <= diagonal
-    if right >= 0:
-        visible &= key <= diagonal + right
-    if left >= 0:
-        visible &= key >= diagonal - left
-    return visible
+from attention_conventions import visible_keys  # noqa: E402
 
 
 def dot_product_attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap,

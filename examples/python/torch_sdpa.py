@@ -25,21 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-
-def _visible_keys(seq_len_q, seq_len_k, causal, window_size, device):
-    """[Sq, Sk] booleans: which keys each query sees, about the bottom-right diagonal."""
-    row = torch.arange(seq_len_q, device=device)[:, None]
-    key = torch.arange(seq_len_k, device=device)[None, :]
-    diagonal = row + seq_len_k - seq_len_q
-    visible = torch.ones(seq_len_q, seq_len_k, dtype=torch.bool, device=device)
-    left, right = window_size
-    if causal:
-        visible &= key <= diagonal
-    if right >= 0:
-        visible &= key <= diagonal + right
-    if left >= 0:
-        visible &= key >= diagonal - left
-    return visible
+from attention_conventions import visible_keys
 
 
 def _attention(backends, q, k, v, out, softmax_scale, causal, window_size):
@@ -48,7 +34,8 @@ def _attention(backends, q, k, v, out, softmax_scale, causal, window_size):
     mask = None
     is_causal = causal and seq_len_q == seq_len_k and not windowed
     if (causal or windowed) and not is_causal:
-        mask = _visible_keys(seq_len_q, seq_len_k, causal, window_size, q.device)
+        visible = visible_keys(seq_len_q, seq_len_k, causal, window_size)
+        mask = torch.from_numpy(visible).to(q.device)
     with sdpa_kernel(backends) if backends else contextlib.nullcontext():
         result = F.scaled_dot_product_attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,

@@ -36,6 +36,17 @@ RunSettings cpu_settings(PlantedBug plant = PlantedBug::none) {
   return settings;
 }
 
+// Small cases of every distribution, with injected values and other scales; without other head
+// dims or long rows: no more than the built-in kernels support.
+rc::Gen<AttentionCase> any_small_case(std::int64_t max_seq_len) {
+  return small_case({.max_seq_len = max_seq_len,
+                     .distributions = {},
+                     .injections = true,
+                     .other_scales = true,
+                     .long_rows = false,
+                     .other_head_dims = false});
+}
+
 class EveryProperty : public ::testing::TestWithParam<PropertyInfo> {};
 
 TEST_P(EveryProperty, HoldsForTheCorrectKernelOnRandomCases) {
@@ -43,12 +54,7 @@ TEST_P(EveryProperty, HoldsForTheCorrectKernelOnRandomCases) {
   // property. Softmax scales far from the default included (they once broke key_shift, whose
   // shifted keys were rounded where the data were not small integers).
   const Property property = GetParam().property;
-  const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 200,
-                                                       .distributions = {},
-                                                       .injections = true,
-                                                       .other_scales = true,
-                                                       .long_rows = false,
-                                                       .other_head_dims = false});
+  const rc::Gen<AttentionCase> generator = any_small_case(200);
   int judged = 0;
   for (int index = 0; index < 300; ++index) {
     const AttentionCase attention_case = generator(rc::Random(7919 * (index + 1)), 100).value();
@@ -163,12 +169,7 @@ struct Tally {
   std::optional<std::string> failure;
 };
 Tally check_random_cases(Property property, const RunSettings& settings, int count) {
-  const rc::Gen<AttentionCase> generator = small_case({.max_seq_len = 150,
-                                                       .distributions = {},
-                                                       .injections = true,
-                                                       .other_scales = true,
-                                                       .long_rows = false,
-                                                       .other_head_dims = false});
+  const rc::Gen<AttentionCase> generator = any_small_case(150);
   Tally tally;
   for (int index = 0; index < count && !tally.failure; ++index) {
     AttentionCase attention_case = generator(rc::Random(104729 * (index + 1)), 100).value();
