@@ -2,18 +2,20 @@
 // Input generation. Every value is a pure function of (seed, problem shape, tensor, logical
 // index): a counter-based generator (SplitMix64 steps over a stream key and the index,
 // core/splitmix.h) needs no state, so tensors are independent streams and generation order never
-// matters.
+// matters. The draws and the distributions' formulas are case/input_draws.h's, which the CUDA
+// generator (case/device_inputs.cu) shares; this file keys the streams, lays the tensors out and
+// injects special values.
 #include "case/data_distribution.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <numbers>
 #include <span>
 #include <string>
 #include <system_error>
 
+#include "case/input_draws.h"
 #include "core/parallel_for.h"
 #include "core/splitmix.h"
 
@@ -29,63 +31,21 @@ std::uint64_t stream_key_of(TensorRole tensor) {
   return static_cast<std::uint64_t>(tensor) + 1;
 }
 
-// A stream: one tensor of one case. Keyed by everything that identifies the case's data.
-class Stream {
- public:
-  Stream(std::uint64_t seed, const AttentionProblem& problem, DataDistribution distribution,
-         TensorRole tensor)
-      : Stream(seed, problem, static_cast<std::uint64_t>(distribution), tensor) {}
-  // `purpose`: the distribution's index for data, kInjectionPurpose for injected positions.
-  Stream(std::uint64_t seed, const AttentionProblem& problem, std::uint64_t purpose,
-         TensorRole tensor) {
-    std::uint64_t key = splitmix64_step(seed);
-    for (std::uint64_t field :
-         {static_cast<std::uint64_t>(problem.batch), static_cast<std::uint64_t>(problem.heads),
-          static_cast<std::uint64_t>(problem.kv_heads),
-          static_cast<std::uint64_t>(problem.seq_len_q),
-          static_cast<std::uint64_t>(problem.seq_len_k),
-          static_cast<std::uint64_t>(problem.head_dim), static_cast<std::uint64_t>(problem.dtype),
-          static_cast<std::uint64_t>(problem.causal), purpose, stream_key_of(tensor)}) {
-      key = splitmix64_step(key ^ field);
-    }
-    key_ = key;
+// The key of a stream: one tensor of one case, keyed by everything that identifies the case's
+// data. `purpose`: the distribution's index for data, kInjectionPurpose for injected positions.
+InputStream stream_of(std::uint64_t seed, const AttentionProblem& problem, std::uint64_t purpose,
+                      TensorRole tensor) {
+  std::uint64_t key = splitmix64_step(seed);
+  for (std::uint64_t field :
+       {static_cast<std::uint64_t>(problem.batch), static_cast<std::uint64_t>(problem.heads),
+        static_cast<std::uint64_t>(problem.kv_heads), static_cast<std::uint64_t>(problem.seq_len_q),
+        static_cast<std::uint64_t>(problem.seq_len_k), static_cast<std::uint64_t>(problem.head_dim),
+        static_cast<std::uint64_t>(problem.dtype), static_cast<std::uint64_t>(problem.causal),
+        purpose, stream_key_of(tensor)}) {
+    key = splitmix64_step(key ^ field);
   }
-  // Uniform in [0, 1), 53 random bits.
-  double uniform(std::uint64_t index, std::uint64_t draw = 0) const {
-    return static_cast<double>(splitmix64_step(key_ ^ splitmix64_step(index * 4 + draw)) >> 11) *
-           0x1p-53;
-  }
-  double symmetric_uniform(std::uint64_t index) const { return 2.0 * uniform(index) - 1.0; }
-  // Standard normal by Box-Muller from two draws of the same index.
-  double normal(std::uint64_t index) const {
-    const double radius = std::sqrt(-2.0 * std::log1p(-uniform(index, 0)));
-    return radius * std::cos(2.0 * std::numbers::pi * uniform(index, 1));
-  }
-
- private:
-  std::uint64_t key_ = 0;
-};
-
-// Shape of one tensor and where its logical element [b, s, h, d] lives.
-struct TensorShape {
-  std::int64_t batch, seq_len, heads, head_dim;
-  TensorStrides strides;
-  std::int64_t logical_index(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d) const {
-    return ((b * seq_len + s) * heads + h) * head_dim + d;
-  }
-  std::int64_t offset(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d) const {
-    return b * strides.batch + s * strides.seq + h * strides.head + d;
-  }
-  // Offset of the element with logical index `index` (the inverse of logical_index).
-  std::int64_t offset_of_logical(std::int64_t index) const {
-    const std::int64_t d = index % head_dim;
-    const std::int64_t h = (index / head_dim) % heads;
-    const std::int64_t s = (index / (head_dim * heads)) % seq_len;
-    const std::int64_t b = index / (head_dim * heads * seq_len);
-    return offset(b, s, h, d);
-  }
-  std::int64_t elements() const { return batch * seq_len * heads * head_dim; }
-};
+  return InputStream{key};
+}
 
 // The shapes of a case's three input tensors.
 struct InputShapes {
@@ -99,16 +59,6 @@ struct InputShapes {
   const TensorShape& of(TensorRole role) const {
     return role == TensorRole::query ? q : role == TensorRole::key ? k : v;
   }
-};
-
-// The data streams of a case's three input tensors.
-struct InputStreams {
-  Stream q, k, v;
-
-  InputStreams(std::uint64_t seed, const AttentionProblem& problem, DataDistribution distribution)
-      : q(seed, problem, distribution, TensorRole::query),
-        k(seed, problem, distribution, TensorRole::key),
-        v(seed, problem, distribution, TensorRole::value) {}
 };
 
 // Fills every element of `shape` with value(b, s, h, d, logical index), rounded to the dtype;
@@ -125,149 +75,59 @@ std::vector<std::uint16_t> fill_tensor(const TensorShape& shape, Dtype dtype, Va
     const std::int64_t s = row % shape.seq_len;
     for (std::int64_t h = 0; h < shape.heads; ++h) {
       for (std::int64_t d = 0; d < shape.head_dim; ++d) {
-        const double value = value_of(b, s, h, d, shape.logical_index(b, s, h, d));
-        buffer[shape.offset(b, s, h, d)] = float_to_dtype(static_cast<float>(value), dtype);
+        buffer[shape.offset(b, s, h, d)] =
+            element_bits(value_of(b, s, h, d, shape.logical_index(b, s, h, d)), dtype);
       }
     }
   });
   return buffer;
 }
 
-// The key a query row of `peaked_softmax` copies: one it sees (its last under a causal mask or a
-// window), so that it is never masked.
+// The key a query row of `peaked_softmax` copies (dominant_key_among). A row past its sequence's
+// end (varlen) copies as if its sequence were the longest.
 std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t b, std::int64_t query_row) {
   const KeyRange keys =
       query_row < problem.seq_len_q_of(b)
           ? problem.visible_keys_of(b, query_row)
           : visible_keys(problem, query_row, problem.seq_len_q, problem.seq_len_k);
-  if (keys.empty()) return 0;
-  if (problem.causal || problem.window_right >= 0) return keys.end - 1;
-  return keys.first + (query_row * 7919) % (keys.end - keys.first);
+  return dominant_key_among(keys, query_row, problem.causal || problem.window_right >= 0);
 }
 
-// ---- the distributions ----
-
-// Element values drawn from one stream by the element's logical index alone:
-// draw(stream, index).
-template <typename Draw>
-auto by_index(const Stream& stream, Draw draw) {
-  return
-      [&stream, draw](std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t index) {
-        return draw(stream, static_cast<std::uint64_t>(index));
-      };
+// A tensor drawn by index: every element drawn_value() of its draws.
+std::vector<std::uint16_t> draw_tensor(const AttentionProblem& problem,
+                                       DataDistribution distribution, std::uint64_t seed,
+                                       const InputShapes& shapes, TensorRole tensor) {
+  const TensorDraws draws = tensor_draws(problem, distribution, seed, tensor);
+  const TensorShape& shape = shapes.of(tensor);
+  return fill_tensor(shape, problem.dtype,
+                     [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t index) { return drawn_value(draws, shape, index); });
 }
 
-double standard_normal(const Stream& stream, std::uint64_t index) {
-  return stream.normal(index);
-}
-
-// normal, uniform, small_integers: every element of Q, K and V drawn alike, each tensor from its
-// own stream.
-template <typename Draw>
-AttentionInputs draw_alike(const InputShapes& shapes, Dtype dtype, const InputStreams& streams,
-                           Draw draw) {
-  AttentionInputs inputs;
-  inputs.q = fill_tensor(shapes.q, dtype, by_index(streams.q, draw));
-  inputs.k = fill_tensor(shapes.k, dtype, by_index(streams.k, draw));
-  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, draw));
-  return inputs;
-}
-
-// K = 50 + 2.5 N and Q = 4 N give each row an offset scale * 50 * sum_d Q_d ~ N(0, 200^2) and a
-// per-key spread ~ N(0, 10^2): rows far above 0 overflow exp() without the max subtraction, rows
-// far below underflow when the running max does not start at -inf.
-AttentionInputs draw_large_scores(const InputShapes& shapes, Dtype dtype,
-                                  const InputStreams& streams) {
-  AttentionInputs inputs;
-  inputs.q = fill_tensor(shapes.q, dtype, [&](auto, auto, auto, auto, std::int64_t i) {
-    return 4.0 * streams.q.normal(static_cast<std::uint64_t>(i));
-  });
-  inputs.k = fill_tensor(shapes.k, dtype, [&](auto, auto, auto, auto, std::int64_t i) {
-    return 50.0 + 2.5 * streams.k.normal(static_cast<std::uint64_t>(i));
-  });
-  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, standard_normal));
-  return inputs;
-}
-
-// Q_i = 3 K_pi(i): the score of the copied key is 3 sqrt(head_dim) (24 at D = 64), far above the
-// N(0, 9) scores of the others.
-AttentionInputs draw_peaked_softmax(const AttentionProblem& problem, const InputShapes& shapes,
-                                    const InputStreams& streams) {
-  const Dtype dtype = problem.dtype;
-  AttentionInputs inputs;
-  inputs.k = fill_tensor(shapes.k, dtype, by_index(streams.k, standard_normal));
+// peaked_softmax's Q: each row a copy of its dominant key (peaked_query_value), `keys` drawn.
+std::vector<std::uint16_t> copy_dominant_keys(const AttentionProblem& problem,
+                                              const InputShapes& shapes,
+                                              const std::vector<std::uint16_t>& keys) {
+  const std::span<const float> widen = widening_table(problem.dtype);
   const std::int64_t group = problem.group_size();
-  inputs.q = fill_tensor(
-      shapes.q, dtype,
+  return fill_tensor(
+      shapes.q, problem.dtype,
       [&](std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t d, std::int64_t) {
         const std::int64_t key = dominant_key(problem, b, s);
-        return 3.0 * static_cast<double>(
-                         widening_table(dtype)[inputs.k[shapes.k.offset(b, key, h / group, d)]]);
+        return peaked_query_value(widen[keys[shapes.k.offset(b, key, h / group, d)]]);
       });
-  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, standard_normal));
-  return inputs;
-}
-
-// Every key of a head equals its key 0: all scores of a row tie.
-AttentionInputs draw_flat_softmax(const InputShapes& shapes, Dtype dtype,
-                                  const InputStreams& streams) {
-  AttentionInputs inputs;
-  inputs.q = fill_tensor(shapes.q, dtype, by_index(streams.q, standard_normal));
-  inputs.k = fill_tensor(
-      shapes.k, dtype,
-      [&](std::int64_t b, std::int64_t, std::int64_t h, std::int64_t d, std::int64_t) {
-        return streams.k.normal(static_cast<std::uint64_t>(shapes.k.logical_index(b, 0, h, d)));
-      });
-  inputs.v = fill_tensor(shapes.v, dtype, by_index(streams.v, standard_normal));
-  return inputs;
-}
-
-// Outliers as large as the dtype allows while an fp32 accumulator of seq_len_k terms
-// (sum_j P_j V_j with P_j <= 1) cannot overflow: half the dtype's largest finite value, or float's
-// largest / (2 seq_len_k) when that is smaller (bf16).
-AttentionInputs draw_value_outliers(const AttentionProblem& problem, const InputShapes& shapes,
-                                    const InputStreams& streams) {
-  const Dtype dtype = problem.dtype;
-  const double outlier = std::min(0.5 * traits_of(dtype).max_finite,
-                                  static_cast<double>(std::numeric_limits<float>::max()) /
-                                      (2.0 * static_cast<double>(problem.seq_len_k)));
-  AttentionInputs inputs;
-  inputs.q = fill_tensor(shapes.q, dtype, by_index(streams.q, standard_normal));
-  inputs.k = fill_tensor(shapes.k, dtype, by_index(streams.k, standard_normal));
-  inputs.v = fill_tensor(shapes.v, dtype, [&](auto, auto, auto, auto, std::int64_t i) {
-    const auto index = static_cast<std::uint64_t>(i);
-    if (streams.v.uniform(index, 2) >= 1.0 / 64.0) return streams.v.normal(index);
-    const double sign = streams.v.uniform(index, 3) < 0.5 ? -1.0 : 1.0;
-    return sign * outlier * (0.5 + 0.5 * streams.v.uniform(index, 0));
-  });
-  return inputs;
 }
 
 // Every tensor drawn from `distribution`, before any injection.
 AttentionInputs draw_inputs(const AttentionProblem& problem, DataDistribution distribution,
-                            const InputShapes& shapes, const InputStreams& streams) {
-  const Dtype dtype = problem.dtype;
-  switch (distribution) {
-    case DataDistribution::normal:
-      return draw_alike(shapes, dtype, streams, standard_normal);
-    case DataDistribution::uniform:
-      return draw_alike(shapes, dtype, streams, [](const Stream& stream, std::uint64_t index) {
-        return stream.symmetric_uniform(index);
-      });
-    case DataDistribution::large_scores:
-      return draw_large_scores(shapes, dtype, streams);
-    case DataDistribution::peaked_softmax:
-      return draw_peaked_softmax(problem, shapes, streams);
-    case DataDistribution::flat_softmax:
-      return draw_flat_softmax(shapes, dtype, streams);
-    case DataDistribution::small_integers:
-      return draw_alike(shapes, dtype, streams, [](const Stream& stream, std::uint64_t index) {
-        return std::floor(stream.uniform(index) * 7.0) - 3.0;
-      });
-    case DataDistribution::value_outliers:
-      return draw_value_outliers(problem, shapes, streams);
-  }
-  return {};
+                            std::uint64_t seed, const InputShapes& shapes) {
+  AttentionInputs inputs;
+  inputs.k = draw_tensor(problem, distribution, seed, shapes, TensorRole::key);
+  inputs.v = draw_tensor(problem, distribution, seed, shapes, TensorRole::value);
+  inputs.q = copies_another_tensor(distribution, TensorRole::query)
+                 ? copy_dominant_keys(problem, shapes, inputs.k)
+                 : draw_tensor(problem, distribution, seed, shapes, TensorRole::query);
+  return inputs;
 }
 
 // ---- special values ----
@@ -373,8 +233,39 @@ std::uint16_t special_bits(SpecialValue kind, Dtype dtype, std::uint16_t large, 
   return 0;
 }
 
-// Overwrites the injection's elements. Positions: `count` distinct logical indices by Floyd's
-// algorithm, one draw per step j in [n - count, n) of the tensor's injection stream.
+// The elements the injection overwrites (none for none), `large` the pattern of its kind `large`.
+// Positions: `count` distinct logical indices by Floyd's algorithm, one draw per step j in
+// [n - count, n) of the tensor's injection stream.
+std::vector<InjectedElement> injected_elements(const AttentionProblem& problem, std::uint64_t seed,
+                                               const SpecialValueInjection& injection,
+                                               const TensorShape& shape, std::uint16_t large) {
+  if (injection.value == SpecialValue::none || injection.count <= 0) return {};
+  const std::int64_t n = shape.elements();
+  const std::int64_t count = std::min(injection.count, n);
+  const InputStream stream = stream_of(seed, problem, kInjectionPurpose, injection.tensor);
+  std::vector<InjectedElement> elements;
+  elements.reserve(static_cast<std::size_t>(count));
+  std::vector<bool> chosen(static_cast<std::size_t>(n), false);
+  for (std::int64_t j = n - count; j < n; ++j) {
+    const auto step = static_cast<std::uint64_t>(j);
+    std::int64_t position = std::min(
+        j, static_cast<std::int64_t>(stream.uniform(step, 0) * static_cast<double>(j + 1)));
+    if (chosen[static_cast<std::size_t>(position)]) position = j;
+    chosen[static_cast<std::size_t>(position)] = true;
+    elements.push_back(
+        {shape.offset_of_logical(position),
+         special_bits(injection.value, problem.dtype, large, stream.uniform(step, 1) < 0.5,
+                      stream.uniform(step, 2) < 0.5)});
+  }
+  return elements;
+}
+
+// Whether the injection's patterns depend on the drawn tensors: `large` into Q or K.
+bool depends_on_data(const SpecialValueInjection& injection) {
+  return injection.value == SpecialValue::large && injection.tensor != TensorRole::value;
+}
+
+// Overwrites the injection's elements (injected_elements).
 void inject(const AttentionProblem& problem, std::uint64_t seed,
             const SpecialValueInjection& injection, const InputShapes& shapes,
             AttentionInputs& inputs) {
@@ -382,11 +273,10 @@ void inject(const AttentionProblem& problem, std::uint64_t seed,
   std::vector<std::uint16_t>* buffers[] = {&inputs.q, &inputs.k, &inputs.v};  // by TensorRole
   std::vector<std::uint16_t>& buffer = *buffers[static_cast<int>(injection.tensor)];
   const TensorShape& shape = shapes.of(injection.tensor);
-  const std::int64_t n = shape.elements();
-  const std::int64_t count = std::min(injection.count, n);
+  const std::int64_t count = std::min(injection.count, shape.elements());
 
   std::uint16_t large = 0;
-  if (injection.value == SpecialValue::large && injection.tensor != TensorRole::value) {
+  if (depends_on_data(injection)) {
     const TensorRole partner =
         injection.tensor == TensorRole::query ? TensorRole::key : TensorRole::query;
     large = large_bits(
@@ -395,18 +285,8 @@ void inject(const AttentionProblem& problem, std::uint64_t seed,
   } else if (injection.value == SpecialValue::large) {
     large = large_bits(problem, injection.tensor, count, {}, {});
   }
-
-  const Stream stream(seed, problem, kInjectionPurpose, injection.tensor);
-  std::vector<bool> chosen(static_cast<std::size_t>(n), false);
-  for (std::int64_t j = n - count; j < n; ++j) {
-    const auto step = static_cast<std::uint64_t>(j);
-    std::int64_t position = std::min(
-        j, static_cast<std::int64_t>(stream.uniform(step, 0) * static_cast<double>(j + 1)));
-    if (chosen[static_cast<std::size_t>(position)]) position = j;
-    chosen[static_cast<std::size_t>(position)] = true;
-    buffer[static_cast<std::size_t>(shape.offset_of_logical(position))] =
-        special_bits(injection.value, problem.dtype, large, stream.uniform(step, 1) < 0.5,
-                     stream.uniform(step, 2) < 0.5);
+  for (const InjectedElement& element : injected_elements(problem, seed, injection, shape, large)) {
+    buffer[static_cast<std::size_t>(element.offset)] = element.bits;
   }
 }
 
@@ -530,13 +410,43 @@ AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
                                       DataDistribution distribution, std::uint64_t seed,
                                       const SpecialValueInjection& injection) {
   const InputShapes shapes(shape_problem);
-  AttentionInputs inputs =
-      draw_inputs(problem, distribution, shapes, InputStreams(seed, problem, distribution));
+  AttentionInputs inputs = draw_inputs(problem, distribution, seed, shapes);
   inject(problem, seed, injection, shapes, inputs);
   return inputs;
 }
 
 }  // namespace
+
+TensorDraws tensor_draws(const AttentionProblem& problem, DataDistribution distribution,
+                         std::uint64_t seed, TensorRole tensor) {
+  TensorDraws draws;
+  draws.distribution = distribution;
+  draws.tensor = tensor;
+  draws.stream = stream_of(seed, problem, static_cast<std::uint64_t>(distribution), tensor);
+  if (distribution == DataDistribution::value_outliers) {
+    // Outliers as large as the dtype allows while an fp32 accumulator of seq_len_k terms
+    // (sum_j P_j V_j with P_j <= 1) cannot overflow: half the dtype's largest finite value, or
+    // float's largest / (2 seq_len_k) when that is smaller (bf16).
+    draws.outlier = std::min(0.5 * traits_of(problem.dtype).max_finite,
+                             static_cast<double>(std::numeric_limits<float>::max()) /
+                                 (2.0 * static_cast<double>(problem.seq_len_k)));
+  }
+  return draws;
+}
+
+std::optional<std::vector<InjectedElement>> data_independent_injection(
+    const AttentionProblem& problem, std::uint64_t seed, const SpecialValueInjection& injection) {
+  if (problem.varlen_q || problem.varlen_k || problem.paged() || depends_on_data(injection)) {
+    return std::nullopt;
+  }
+  const InputShapes shapes(problem);
+  const TensorShape& shape = shapes.of(injection.tensor);
+  const std::uint16_t large = injection.value == SpecialValue::large
+                                  ? large_bits(problem, injection.tensor,
+                                               std::min(injection.count, shape.elements()), {}, {})
+                                  : std::uint16_t{0};
+  return injected_elements(problem, seed, injection, shape, large);
+}
 
 AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
                                 std::uint64_t seed, const SpecialValueInjection& injection) {

@@ -126,4 +126,22 @@ inline std::int64_t input_guard_elements(const TensorStrides& strides, std::int6
 AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,
                                 std::uint64_t seed, const SpecialValueInjection& injection = {});
 
+// ---- for a generator elsewhere (case/device_inputs.h) ----
+// generate_inputs() draws every element through case/input_draws.h (tensor_draws() there gives a
+// tensor's recipe), then writes these; another generator that does the same gives the same bits.
+
+// One element a special-value injection overwrites: its offset in the tensor's buffer and the
+// pattern written there.
+struct InjectedElement {
+  std::int64_t offset = 0;
+  std::uint16_t bits = 0;
+};
+
+// The elements generate_inputs() overwrites for `injection` (empty for none), in the order it
+// writes them, when they do not depend on the drawn data: nullopt for `large` into Q or K (sized
+// by the tensors' magnitudes) and for a varlen or paged problem (injected before its rows are
+// placed).
+std::optional<std::vector<InjectedElement>> data_independent_injection(
+    const AttentionProblem& problem, std::uint64_t seed, const SpecialValueInjection& injection);
+
 }  // namespace attnfuzz

@@ -13,6 +13,8 @@
 #include <span>
 #include <string_view>
 
+#include "core/host_device.h"
+
 namespace attnfuzz {
 
 // The poison pattern of fp32 outputs (the log-sum-exp): a NaN payload nobody computes by accident.
@@ -61,22 +63,32 @@ std::optional<Dtype> parse_dtype(std::string_view name);
 // fp32 accumulation is part of the locked numerics: its unit roundoff enters every bound.
 inline constexpr double kFloat32UnitRoundoff = 0x1p-24;
 
-inline std::uint32_t float_bits(float value) {
+// The conversions below serve host and CUDA device code alike (the device input generator rounds
+// with them), so both round every value to the same pattern.
+ATTNFUZZ_HOST_DEVICE inline std::uint32_t float_bits(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#else
   std::uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   return bits;
+#endif
 }
-inline float float_from_bits(std::uint32_t bits) {
+ATTNFUZZ_HOST_DEVICE inline float float_from_bits(std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
   float value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
+#endif
 }
 
 // ---- bf16: the top half of an fp32 pattern ----
-inline float bf16_to_float(std::uint16_t bits) {
+ATTNFUZZ_HOST_DEVICE inline float bf16_to_float(std::uint16_t bits) {
   return float_from_bits(static_cast<std::uint32_t>(bits) << 16);
 }
-inline std::uint16_t float_to_bf16(float value) {
+ATTNFUZZ_HOST_DEVICE inline std::uint16_t float_to_bf16(float value) {
   std::uint32_t bits = float_bits(value);
   if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
   bits += 0x7FFFu + ((bits >> 16) & 1u);  // round to nearest even; overflows into inf correctly
@@ -84,7 +96,7 @@ inline std::uint16_t float_to_bf16(float value) {
 }
 
 // ---- fp16: 1 sign, 5 exponent, 10 fraction bits ----
-inline float fp16_to_float(std::uint16_t bits) {
+ATTNFUZZ_HOST_DEVICE inline float fp16_to_float(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
   const std::uint32_t fraction = bits & 0x3FFu;
@@ -95,7 +107,7 @@ inline float fp16_to_float(std::uint16_t bits) {
   return sign ? -magnitude : magnitude;
 }
 
-inline std::uint16_t float_to_fp16(float value) {
+ATTNFUZZ_HOST_DEVICE inline std::uint16_t float_to_fp16(float value) {
   const std::uint32_t bits = float_bits(value);
   const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
   const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
@@ -113,10 +125,10 @@ inline std::uint16_t float_to_fp16(float value) {
   return static_cast<std::uint16_t>(sign | (rebased >> 13));
 }
 
-inline float dtype_to_float(std::uint16_t bits, Dtype dtype) {
+ATTNFUZZ_HOST_DEVICE inline float dtype_to_float(std::uint16_t bits, Dtype dtype) {
   return dtype == Dtype::fp16 ? fp16_to_float(bits) : bf16_to_float(bits);
 }
-inline std::uint16_t float_to_dtype(float value, Dtype dtype) {
+ATTNFUZZ_HOST_DEVICE inline std::uint16_t float_to_dtype(float value, Dtype dtype) {
   return dtype == Dtype::fp16 ? float_to_fp16(value) : float_to_bf16(value);
 }
 // The dtype's value next to `value` toward zero (round toward zero; NaN stays NaN).

@@ -34,6 +34,11 @@ CudaDeviceStatus probe() {
     if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 0) == cudaSuccess) status.pci_bus_id = bus_id;
     text << status.device_name << ", " << device_count << " device(s)";
     status.usable = true;
+    // A thread that waits for the device sleeps instead of spinning: a case waits on the device
+    // a few dozen times, and spinning would cost each worker a core for the whole run. Kernel
+    // times come from CUDA events, which this does not change. Set before any context exists;
+    // when one does (a plugin made it), the flag is left as it is.
+    if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();
   }
   status.description = text.str();
 #else

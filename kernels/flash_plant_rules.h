@@ -16,13 +16,8 @@
 #include <type_traits>
 
 #include "core/attention_problem.h"
+#include "core/host_device.h"
 #include "kernels/planted_bug.h"
-
-#if defined(__CUDACC__)
-#define ATTNFUZZ_HOST_DEVICE __host__ __device__
-#else
-#define ATTNFUZZ_HOST_DEVICE
-#endif
 
 namespace attnfuzz {
 

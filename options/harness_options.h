@@ -83,6 +83,9 @@ namespace attnfuzz {
     "Runs of the kernel per case on the same inputs; from 2 on each must write the same bits")     \
   X(FLAG, bool, allow_nondeterminism, "--allow-nondeterminism", false,                             \
     "The kernel may write different bits on each run (atomics): judge every run on its own")       \
+  X(FLAG, bool, host_verification, "--host-verification", false,                                   \
+    "A device kernel's case checked on the host: inputs, oracle, comparison (the slower path, "    \
+    "for comparing the two)")                                                                      \
   X(FLAG, bool, shape_independent_arithmetic, "--shape-independent-arithmetic", false,             \
     "A row's arithmetic does not depend on batch, heads or kv_heads: properties comparing two "    \
     "such shapes demand equal bits")                                                               \

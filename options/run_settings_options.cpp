@@ -151,6 +151,7 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   }
   settings.repeats = options.repeats;
   settings.allow_nondeterminism = options.allow_nondeterminism;
+  settings.host_verification = options.host_verification;
   settings.shape_independent_arithmetic = options.shape_independent_arithmetic;
   settings.numerics = parse_declared_accumulation(options.accumulation);
   settings.bench = bench_settings_of(options);

@@ -2,7 +2,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -10,48 +14,18 @@
 
 #include "core/cuda_check.h"
 #include "core/device_array.h"
+#include "oracle/cublas_handle.h"
 #include "oracle/cublas_reference.h"
-#include "oracle/tensor_rows.h"
+#include "oracle/device_pairs.cuh"
 
 namespace attnfuzz {
 namespace {
 
 constexpr int kSoftmaxThreads = 128;
 // Device memory one chunk may take: half of what is free, and never more than this, so that the
-// oracle leaves room for the kernel's buffers of the next case.
+// oracle leaves room for the kernel's buffers (its scratch is given back after the case,
+// kKeptScratchBytes).
 constexpr std::size_t kMaxChunkBytes = std::size_t{8} << 30;
-
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(call) + " failed with " + cublasGetStatusName(status) +
-                             " (" + cublasGetStatusString(status) + ")");
-  }
-}
-#define ATTNFUZZ_CUBLAS_CHECK(call) check_cublas((call), #call)
-
-// One handle per process, in pedantic math mode (every product in true FP64), destroyed at exit
-// so that its workspace is given back (a leak checker such as compute-sanitizer --leak-check full
-// would otherwise report it). It is created after the CUDA runtime has started, so it is destroyed
-// before the runtime's own teardown.
-class CublasHandle {
- public:
-  CublasHandle() {
-    ATTNFUZZ_CUBLAS_CHECK(cublasCreate(&handle_));
-    ATTNFUZZ_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH));
-  }
-  ~CublasHandle() { cublasDestroy(handle_); }  // at exit nothing is left to report a failure to
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
-
-cublasHandle_t cublas_handle() {
-  static const CublasHandle handle;
-  return handle.get();
-}
 
 // Block-wide reduction in double; every thread gets the result.
 template <typename Combine>
@@ -100,66 +74,106 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   }
 }
 
-double euclidean_norm(const double* values, std::int64_t count) {
+// The widened inputs of pairs first .. first + count - 1 (device_pairs.cuh), the value beside its
+// magnitude: value [seq_len_k][2 * head_dim] ([V | |V|]: one DGEMM gives O and its error scale).
+__global__ void widen_pairs(PairGeometry g, const std::uint16_t* q, const std::uint16_t* k,
+                            const std::uint16_t* v, std::int64_t first, std::int64_t count,
+                            double* query, double* key, double* value) {
+  const std::int64_t per_pair = g.query_elements() + g.key_elements();
+  for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       index < count * per_pair; index += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const PairElement e = locate_pair_element(g, first, index);
+    if (e.is_query) {
+      query[e.chunk_pair * g.query_elements() + e.at] = widen_element(q[e.source], g.fp16);
+    } else {
+      key[e.chunk_pair * g.key_elements() + e.at] = widen_element(k[e.source], g.fp16);
+      const double v_value = widen_element(v[value_source(g, first, e)], g.fp16);
+      double* value_row = value + e.chunk_pair * 2 * g.key_elements() + e.row * 2 * g.head_dim;
+      value_row[e.dim] = v_value;
+      value_row[g.head_dim + e.dim] = fabs(v_value);
+    }
+  }
+}
+
+// sqrt of the sum of squares in index order: the CPU oracle's norm, operation for operation (this
+// file is compiled without fused multiply-adds).
+__device__ double euclidean_norm(const double* values, std::int64_t count) {
   double sum = 0.0;
   for (std::int64_t i = 0; i < count; ++i) sum += values[i] * values[i];
-  return std::sqrt(sum);
+  return sqrt(sum);
 }
 
-// The widened inputs of one (batch, kv head) pair, compact and row-major:
-//   query [group * seq_len_q][head_dim]   (the group's query heads one after another)
-//   key   [seq_len_k][head_dim]
-//   value [seq_len_k][2 * head_dim]       (V beside |V|: one DGEMM gives O and its error scale)
-void widen_pair(const AttentionProblem& problem, const AttentionTensors& tensors,
-                std::int64_t batch, std::int64_t kv_head, double* query, double* key,
-                double* value) {
-  const std::span<const float> widen = widening_table(problem.dtype);
-  const std::int64_t dim = problem.head_dim;
-  for (std::int64_t g = 0; g < problem.group_size(); ++g) {
-    const std::int64_t head = kv_head * problem.group_size() + g;
-    for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-      widen_row(query_row(problem, tensors, batch, i, head), dim, widen,
-                query + (g * problem.seq_len_q + i) * dim);
+// The tolerance's data scales of a chunk's pairs: the column sums of |V| (one thread per pair and
+// dim) and the largest key norm (one thread per pair), then scale * |Q_i| * max_j |K_j| (one
+// thread per query row).
+__global__ void value_sums_and_key_norms(PairGeometry g, std::int64_t first, std::int64_t count,
+                                         const double* key, const double* value,
+                                         double* value_abs_sum, double* max_key_norm) {
+  const std::int64_t dim = g.head_dim;
+  const std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (index >= count * (dim + 1)) return;
+  const std::int64_t c = index / (dim + 1), d = index % (dim + 1);
+  if (d == dim) {
+    double largest = 0.0;
+    for (std::int64_t j = 0; j < g.seq_len_k; ++j) {
+      largest = fmax(largest, euclidean_norm(key + (c * g.seq_len_k + j) * dim, dim));
     }
+    max_key_norm[c] = largest;
+    return;
   }
-  for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
-    widen_row(key_row(problem, tensors, batch, j, kv_head), dim, widen, key + j * dim);
-    const std::uint16_t* v_row = value_row(problem, tensors, batch, j, kv_head);
-    for (std::int64_t d = 0; d < dim; ++d) {
-      value[j * 2 * dim + d] = widen[v_row[d]];
-      value[j * 2 * dim + dim + d] = std::fabs(widen[v_row[d]]);
-    }
+  double sum = 0.0;
+  for (std::int64_t j = 0; j < g.seq_len_k; ++j) {
+    sum += value[c * 2 * g.seq_len_k * dim + j * 2 * dim + dim + d];
   }
+  value_abs_sum[(first + c) * dim + d] = sum;
 }
 
-// The tolerance's data scales of one pair, from the same widened values the CPU oracle uses:
-// the column sums of |V| and scale * |Q_i| * max_j |K_j| for each of the pair's query rows.
-void store_data_scales(const AttentionProblem& problem, std::int64_t pair, const double* query,
-                       const double* key, const double* value, ReferenceAttention& reference) {
-  const std::int64_t dim = problem.head_dim;
-  const std::int64_t group_rows = problem.group_size() * problem.seq_len_q;
-  double max_key_norm = 0.0;
-  for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
-    max_key_norm = std::max(max_key_norm, euclidean_norm(key + j * dim, dim));
-    for (std::int64_t d = 0; d < dim; ++d) {
-      reference.value_abs_sum[pair * dim + d] += value[j * 2 * dim + dim + d];
-    }
-  }
-  for (std::int64_t row = 0; row < group_rows; ++row) {
-    reference.score_scale[pair * group_rows + row] =
-        problem.softmax_scale * euclidean_norm(query + row * dim, dim) * max_key_norm;
-  }
+__global__ void score_scales(PairGeometry g, double softmax_scale, std::int64_t first,
+                             std::int64_t count, const double* query, const double* max_key_norm,
+                             double* score_scale) {
+  const std::int64_t group_rows = g.group * g.seq_len_q;
+  const std::int64_t row = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (row >= count * group_rows) return;
+  score_scale[first * group_rows + row] = softmax_scale *
+                                          euclidean_norm(query + row * g.head_dim, g.head_dim) *
+                                          max_key_norm[row / group_rows];
 }
 
-// The result at its size (size_reference, shared with the CPU oracle), the arrays the pipeline
-// does not overwrite set to 0: the column sums of |V|, which it adds to, and bias_scale, which
-// stays 0 (this oracle computes dense attention only, without ALiBi).
-ReferenceAttention sized_reference(const AttentionProblem& problem) {
-  ReferenceAttention reference;
-  size_reference(problem, reference);
-  std::fill(reference.value_abs_sum.begin(), reference.value_abs_sum.end(), 0.0);
-  std::fill(reference.bias_scale.begin(), reference.bias_scale.end(), 0.0);
-  return reference;
+// O and A divided by the row sums, into the reference's compact arrays. A pair's rows are
+// contiguous in the compact [batch][heads][seq_len_q] order: its query heads are
+// kv_head * group .. kv_head * group + group - 1 of its batch.
+__global__ void normalize_rows(std::int64_t first_row, std::int64_t rows, std::int64_t dim,
+                               const double* result, const double* inverse, const double* lse,
+                               DeviceReferenceArrays out) {
+  const std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (index >= rows * dim) return;
+  const std::int64_t row = index / dim, d = index % dim;
+  const std::int64_t row_index = first_row + row;
+  const double inverse_sum = inverse[row];
+  if (d == 0) {
+    out.inverse_row_sum[row_index] = inverse_sum;
+    out.log_sum_exp[row_index] = lse[row];
+  }
+  out.output[row_index * dim + d] = result[row * 2 * dim + d] * inverse_sum;
+  out.magnitude[row_index * dim + d] = result[row * 2 * dim + dim + d] * inverse_sum;
+}
+
+// The largest |x| of `values`, NaN left out as std::max leaves it out: the bits of non-negative
+// doubles order as their values.
+__global__ void max_abs(const double* values, std::int64_t count, unsigned long long* largest) {
+  unsigned long long local = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const double magnitude = fabs(values[i]);
+    if (magnitude == magnitude) {
+      local = max(local, static_cast<unsigned long long>(__double_as_longlong(magnitude)));
+    }
+  }
+  atomicMax(largest, local);
+}
+
+unsigned blocks_for(std::int64_t work, int threads) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, (work + threads - 1) / threads));
 }
 
 // Per (batch, kv head) pair, the doubles of each array: query, key, value with |value|, scores,
@@ -177,68 +191,45 @@ struct PairSizes {
         result(group_rows * 2 * problem.head_dim) {}
 
   std::size_t bytes() const {
-    return static_cast<std::size_t>(query + key + value + scores + result + 2 * group_rows) *
+    return static_cast<std::size_t>(query + key + value + scores + result + 2 * group_rows + 1) *
            sizeof(double);
   }
 };
 
-// Pairs per chunk: as many as fit the device memory budget. Throws when not even one fits.
-std::int64_t pairs_per_chunk(const PairSizes& sizes, std::int64_t pairs) {
-  const std::size_t pair_bytes = sizes.bytes();
-  std::size_t free_bytes = 0, total_bytes = 0;
-  ATTNFUZZ_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t budget = std::min(free_bytes / 2, kMaxChunkBytes);
-  if (pair_bytes > budget) {
-    throw std::runtime_error("cuBLAS oracle: one (batch, kv head) needs " +
-                             std::to_string(pair_bytes >> 20) + " MiB of device memory, " +
-                             std::to_string(budget >> 20) + " MiB are available");
-  }
-  return std::min<std::int64_t>(pairs, budget / pair_bytes);
-}
-
-// The host and device arrays of one chunk of pairs, allocated once, and the stages that take a
-// chunk through them in order: widen, upload, scores, softmax, values, download, normalize.
+// The device arrays of one chunk of pairs, and the stages that take a chunk through them in
+// order: widen, data scales, scores, softmax, values, normalize.
 class ChunkPipeline {
  public:
-  ChunkPipeline(const AttentionProblem& problem, const PairSizes& sizes, std::int64_t chunk)
+  ChunkPipeline(const AttentionProblem& problem, const PairSizes& sizes, std::int64_t chunk,
+                DeviceReferenceWorkspace& workspace)
       : problem_(problem),
+        geometry_(problem),
         sizes_(sizes),
-        query_(chunk * sizes.query),
-        key_(chunk * sizes.key),
-        value_(chunk * sizes.value),
-        scores_(chunk * sizes.scores),
-        result_(chunk * sizes.result),
-        inverse_(chunk * sizes.group_rows),
-        log_sum_exp_(chunk * sizes.group_rows),
-        host_query_(chunk * sizes.query),
-        host_key_(chunk * sizes.key),
-        host_value_(chunk * sizes.value),
-        host_result_(chunk * sizes.result),
-        host_inverse_(chunk * sizes.group_rows),
-        host_log_sum_exp_(chunk * sizes.group_rows),
+        query_(workspace.query.reserve(chunk * sizes.query)),
+        key_(workspace.key.reserve(chunk * sizes.key)),
+        value_(workspace.value.reserve(chunk * sizes.value)),
+        scores_(workspace.scores.reserve(chunk * sizes.scores)),
+        result_(workspace.result.reserve(chunk * sizes.result)),
+        inverse_(workspace.inverse.reserve(chunk * sizes.group_rows)),
+        log_sum_exp_(workspace.log_sum_exp.reserve(chunk * sizes.group_rows)),
+        max_key_norm_(workspace.max_key_norm.reserve(chunk)),
         handle_(cublas_handle()) {}
 
-  // Pairs first .. first + count - 1 widened on the host, with their data scales.
-  void widen_chunk(const AttentionTensors& tensors, std::int64_t first, std::int64_t count,
-                   ReferenceAttention& reference) {
-    for (std::int64_t c = 0; c < count; ++c) {
-      const std::int64_t pair = first + c;
-      const std::int64_t batch = pair / problem_.kv_heads, kv_head = pair % problem_.kv_heads;
-      double* pair_query = &host_query_[c * sizes_.query];
-      double* pair_key = &host_key_[c * sizes_.key];
-      double* pair_value = &host_value_[c * sizes_.value];
-      widen_pair(problem_, tensors, batch, kv_head, pair_query, pair_key, pair_value);
-      store_data_scales(problem_, pair, pair_query, pair_key, pair_value, reference);
-    }
+  void widen_chunk(const DeviceInputTensors& inputs, std::int64_t first, std::int64_t count) {
+    const std::int64_t work = count * (sizes_.query + sizes_.key);
+    widen_pairs<<<static_cast<unsigned>(std::min<std::int64_t>(blocks_for(work, 256), 65535)),
+                  256>>>(geometry_, inputs.q, inputs.k, inputs.v, first, count, query_, key_,
+                         value_);
+    ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }
 
-  void upload_chunk(std::int64_t count) {
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(query_.get(), host_query_.data(),
-                                   count * sizes_.query * sizeof(double), cudaMemcpyHostToDevice));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(key_.get(), host_key_.data(),
-                                   count * sizes_.key * sizeof(double), cudaMemcpyHostToDevice));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(value_.get(), host_value_.data(),
-                                   count * sizes_.value * sizeof(double), cudaMemcpyHostToDevice));
+  void data_scales(std::int64_t first, std::int64_t count, DeviceReferenceArrays& out) {
+    const std::int64_t dim = problem_.head_dim;
+    value_sums_and_key_norms<<<blocks_for(count * (dim + 1), 128), 128>>>(
+        geometry_, first, count, key_, value_, out.value_abs_sum, max_key_norm_);
+    score_scales<<<blocks_for(count * sizes_.group_rows, 128), 128>>>(
+        geometry_, problem_.softmax_scale, first, count, query_, max_key_norm_, out.score_scale);
+    ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }
 
   // cuBLAS is column-major: a row-major [m][n] matrix is its column-major transpose. So the
@@ -249,15 +240,14 @@ class ChunkPipeline {
     const std::int64_t seq_k = problem_.seq_len_k;
     ATTNFUZZ_CUBLAS_CHECK(cublasDgemmStridedBatched(
         handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(seq_k),
-        static_cast<int>(sizes_.group_rows), static_cast<int>(dim), &scale, key_.get(),
-        static_cast<int>(dim), sizes_.key, query_.get(), static_cast<int>(dim), sizes_.query, &zero,
-        scores_.get(), static_cast<int>(seq_k), sizes_.scores, static_cast<int>(count)));
+        static_cast<int>(sizes_.group_rows), static_cast<int>(dim), &scale, key_,
+        static_cast<int>(dim), sizes_.key, query_, static_cast<int>(dim), sizes_.query, &zero,
+        scores_, static_cast<int>(seq_k), sizes_.scores, static_cast<int>(count)));
   }
 
   void softmax_chunk(std::int64_t count) {
     masked_softmax<<<static_cast<unsigned>(count * sizes_.group_rows), kSoftmaxThreads>>>(
-        scores_.get(), inverse_.get(), log_sum_exp_.get(), problem_.seq_len_q, problem_.seq_len_k,
-        problem_.causal);
+        scores_, inverse_, log_sum_exp_, problem_.seq_len_q, problem_.seq_len_k, problem_.causal);
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -268,69 +258,102 @@ class ChunkPipeline {
     const std::int64_t seq_k = problem_.seq_len_k;
     ATTNFUZZ_CUBLAS_CHECK(cublasDgemmStridedBatched(
         handle_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(2 * dim),
-        static_cast<int>(sizes_.group_rows), static_cast<int>(seq_k), &one, value_.get(),
-        static_cast<int>(2 * dim), sizes_.value, scores_.get(), static_cast<int>(seq_k),
-        sizes_.scores, &zero, result_.get(), static_cast<int>(2 * dim), sizes_.result,
-        static_cast<int>(count)));
+        static_cast<int>(sizes_.group_rows), static_cast<int>(seq_k), &one, value_,
+        static_cast<int>(2 * dim), sizes_.value, scores_, static_cast<int>(seq_k), sizes_.scores,
+        &zero, result_, static_cast<int>(2 * dim), sizes_.result, static_cast<int>(count)));
   }
 
-  void download_chunk(std::int64_t count) {
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_result_.data(), result_.get(),
-                                   count * sizes_.result * sizeof(double), cudaMemcpyDeviceToHost));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_inverse_.data(), inverse_.get(),
-                                   count * sizes_.group_rows * sizeof(double),
-                                   cudaMemcpyDeviceToHost));
-    ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_log_sum_exp_.data(), log_sum_exp_.get(),
-                                   count * sizes_.group_rows * sizeof(double),
-                                   cudaMemcpyDeviceToHost));
-  }
-
-  // O and A divided by the row sums. A pair's rows are contiguous in the compact
-  // [batch][heads][seq_len_q] order: its query heads are kv_head * group .. kv_head * group +
-  // group - 1 of its batch.
-  void normalize_rows(std::int64_t first, std::int64_t count, ReferenceAttention& reference) {
-    const std::int64_t dim = problem_.head_dim;
-    for (std::int64_t row = 0; row < count * sizes_.group_rows; ++row) {
-      const std::int64_t row_index = first * sizes_.group_rows + row;
-      const double inverse_sum = host_inverse_[row];
-      reference.inverse_row_sum[row_index] = inverse_sum;
-      reference.log_sum_exp[row_index] = host_log_sum_exp_[row];
-      const double* row_result = &host_result_[row * 2 * dim];
-      for (std::int64_t d = 0; d < dim; ++d) {
-        reference.output[row_index * dim + d] = row_result[d] * inverse_sum;
-        reference.magnitude[row_index * dim + d] = row_result[dim + d] * inverse_sum;
-      }
-    }
+  void normalize_chunk(std::int64_t first, std::int64_t count, DeviceReferenceArrays& out) {
+    const std::int64_t rows = count * sizes_.group_rows;
+    normalize_rows<<<blocks_for(rows * problem_.head_dim, 256), 256>>>(
+        first * sizes_.group_rows, rows, problem_.head_dim, result_, inverse_, log_sum_exp_, out);
+    ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }
 
  private:
   const AttentionProblem& problem_;
+  const PairGeometry geometry_;
   const PairSizes sizes_;
-  const DeviceArray<double> query_, key_, value_, scores_, result_, inverse_, log_sum_exp_;
-  std::vector<double> host_query_, host_key_, host_value_, host_result_, host_inverse_,
-      host_log_sum_exp_;
+  double *query_, *key_, *value_, *scores_, *result_, *inverse_, *log_sum_exp_, *max_key_norm_;
   const cublasHandle_t handle_;
 };
 
+template <typename Buffer>
+void download(const DeviceBuffer<double>& device, Buffer& host) {
+  if (host.size() > 0) device.copy_to_host(host.data(), host.size());
+}
+
 }  // namespace
+
+DeviceReferenceView DeviceReference::view() const {
+  return {output.get(),      magnitude.get(),  inverse_row_sum.get(),
+          score_scale.get(), bias_scale.get(), value_abs_sum.get()};
+}
+
+void cublas_reference_on_device(const AttentionProblem& problem, const DeviceInputTensors& inputs,
+                                DeviceReference& reference) {
+  if (!cublas_reference_supports(problem)) {
+    throw std::invalid_argument("the cuBLAS oracle computes dense attention only");
+  }
+  const std::int64_t pairs = problem.batch * problem.kv_heads;
+  const std::int64_t rows = problem.batch * problem.heads * problem.seq_len_q;
+  const std::int64_t dim = problem.head_dim;
+  DeviceReferenceArrays out{
+      reference.output.reserve(rows * dim),        reference.magnitude.reserve(rows * dim),
+      reference.inverse_row_sum.reserve(rows),     reference.score_scale.reserve(rows),
+      reference.bias_scale.reserve(rows),          reference.log_sum_exp.reserve(rows),
+      reference.value_abs_sum.reserve(pairs * dim)};
+  // This oracle computes dense attention only, without ALiBi. The column sums start at 0 for a
+  // problem without query rows, which the pipeline below skips.
+  if (rows > 0) ATTNFUZZ_CUDA_CHECK(cudaMemset(out.bias_scale, 0, rows * sizeof(double)));
+  ATTNFUZZ_CUDA_CHECK(
+      cudaMemset(out.value_abs_sum, 0, std::max<std::int64_t>(pairs * dim, 1) * sizeof(double)));
+  const PairSizes sizes(problem);
+  if (pairs > 0 && rows > 0) {
+    const std::int64_t chunk =
+        pairs_per_chunk(sizes.bytes(), pairs, kMaxChunkBytes, "cuBLAS oracle");
+    ChunkPipeline pipeline(problem, sizes, chunk, reference.workspace);
+    for (std::int64_t first = 0; first < pairs; first += chunk) {
+      const std::int64_t count = std::min(chunk, pairs - first);
+      pipeline.widen_chunk(inputs, first, count);
+      pipeline.data_scales(first, count, out);
+      pipeline.scores_for_chunk(count);
+      pipeline.softmax_chunk(count);
+      pipeline.accumulate_values(count);
+      pipeline.normalize_chunk(first, count, out);
+    }
+  }
+  for (DeviceBuffer<double>* scratch :
+       {&reference.workspace.query, &reference.workspace.key, &reference.workspace.value,
+        &reference.workspace.scores, &reference.workspace.result}) {
+    scratch->release_above(kKeptScratchBytes);
+  }
+  unsigned long long* largest = reference.workspace.largest.reserve(1);
+  ATTNFUZZ_CUDA_CHECK(cudaMemset(largest, 0, sizeof *largest));
+  max_abs<<<static_cast<unsigned>(std::min<std::int64_t>(blocks_for(rows * dim, 256), 1024)),
+            256>>>(out.output, rows * dim, largest);
+  ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+  unsigned long long bits = 0;
+  ATTNFUZZ_CUDA_CHECK(cudaMemcpy(&bits, largest, sizeof bits, cudaMemcpyDeviceToHost));
+  reference.max_abs_output = std::bit_cast<double>(static_cast<std::uint64_t>(bits));
+}
 
 ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
                                               const AttentionTensors& tensors) {
-  const std::int64_t pairs = problem.batch * problem.kv_heads;
-  ReferenceAttention reference = sized_reference(problem);
-  const PairSizes sizes(problem);
-  const std::int64_t chunk = pairs_per_chunk(sizes, pairs);
-  ChunkPipeline pipeline(problem, sizes, chunk);
-  for (std::int64_t first = 0; first < pairs; first += chunk) {
-    const std::int64_t count = std::min(chunk, pairs - first);
-    pipeline.widen_chunk(tensors, first, count, reference);
-    pipeline.upload_chunk(count);
-    pipeline.scores_for_chunk(count);
-    pipeline.softmax_chunk(count);
-    pipeline.accumulate_values(count);
-    pipeline.download_chunk(count);
-    pipeline.normalize_rows(first, count, reference);
-  }
+  const auto q = device_copy_of(tensors.q, static_cast<std::size_t>(q_span(problem)));
+  const auto k = device_copy_of(tensors.k, static_cast<std::size_t>(kv_span(problem)));
+  const auto v = device_copy_of(tensors.v, static_cast<std::size_t>(kv_span(problem)));
+  thread_local DeviceReference device;
+  cublas_reference_on_device(problem, {q.get(), k.get(), v.get()}, device);
+  ReferenceAttention reference;
+  size_reference(problem, reference);
+  download(device.output, reference.output);
+  download(device.magnitude, reference.magnitude);
+  download(device.inverse_row_sum, reference.inverse_row_sum);
+  download(device.score_scale, reference.score_scale);
+  download(device.bias_scale, reference.bias_scale);
+  download(device.log_sum_exp, reference.log_sum_exp);
+  download(device.value_abs_sum, reference.value_abs_sum);
   return reference;
 }
 

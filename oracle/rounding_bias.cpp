@@ -20,46 +20,38 @@ double bias_closeness(double z, double steps, double plain_steps) {
                    std::fabs(steps - plain_steps) / kBiasMinSteps});
 }
 
-RoundingBiasTest::RoundingBiasTest(Dtype output_dtype) {
+RoundingSteps::RoundingSteps(Dtype output_dtype) {
   const DtypeTraits& traits = traits_of(output_dtype);
-  two_unit_roundoff_ = 2.0 * traits.unit_roundoff();
-  min_normal_ = std::ldexp(traits.min_subnormal, traits.significand_bits - 1);
+  two_unit_roundoff = 2.0 * traits.unit_roundoff();
+  min_normal = std::ldexp(traits.min_subnormal, traits.significand_bits - 1);
+}
+
+RoundingBiasTest::RoundingBiasTest(Dtype output_dtype, std::int64_t rows) : steps_(output_dtype) {
+  if (rows > 0) seen_rows_.reserve(static_cast<std::size_t>(rows));
 }
 
 void RoundingBiasTest::begin_row() {
-  row_outward_ = 0.0;
-  row_upward_ = 0.0;
-  row_weight_ = 0.0;
-  row_plain_outward_ = 0.0;
-  row_plain_upward_ = 0.0;
+  row_ = RowBiasSample{};
 }
 
 void RoundingBiasTest::add(double expected, double actual, double allowed, double plain) {
-  const double magnitude = std::fabs(expected);
-  // Subnormal outputs round to an absolute step: no relative signing is meaningful there.
-  if (!(magnitude >= min_normal_) || !std::isfinite(expected) || !std::isfinite(actual)) return;
-  const double step = std::ldexp(two_unit_roundoff_, std::ilogb(expected));
-  const double bound_steps = std::max(1.0, allowed / step);
-  const double weight = 1.0 / (bound_steps * bound_steps);
-  const double error_steps = (actual - expected) / step;
-  row_upward_ += weight * error_steps;
-  row_outward_ += weight * (expected > 0.0 ? error_steps : -error_steps);
-  row_weight_ += weight;
-  const double plain_steps = std::isfinite(plain) ? (plain - expected) / step : 0.0;
-  row_plain_upward_ += weight * plain_steps;
-  row_plain_outward_ += weight * (expected > 0.0 ? plain_steps : -plain_steps);
+  row_.add(steps_, expected, actual, allowed, plain);
 }
 
 void RoundingBiasTest::end_row(std::uint64_t row_fingerprint) {
-  if (!(row_weight_ > 0.0) || !seen_rows_.insert(row_fingerprint).second) return;
-  const double outward = row_outward_ / row_weight_;
-  const double upward = row_upward_ / row_weight_;
+  add_row(row_, row_fingerprint);
+}
+
+void RoundingBiasTest::add_row(const RowBiasSample& row, std::uint64_t row_fingerprint) {
+  if (!(row.weight > 0.0) || !seen_rows_.insert(row_fingerprint)) return;
+  const double outward = row.outward / row.weight;
+  const double upward = row.upward / row.weight;
   outward_sum_ += outward;
   outward_squares_ += outward * outward;
   upward_sum_ += upward;
   upward_squares_ += upward * upward;
-  plain_outward_sum_ += row_plain_outward_ / row_weight_;
-  plain_upward_sum_ += row_plain_upward_ / row_weight_;
+  plain_outward_sum_ += row.plain_outward / row.weight;
+  plain_upward_sum_ += row.plain_upward / row.weight;
   ++rows_;
 }
 

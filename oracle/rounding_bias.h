@@ -30,9 +30,12 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_set>
+
+#include <math.h>
 
 #include "core/dtype.h"
+#include "core/fingerprint_set.h"
+#include "core/host_device.h"
 
 namespace attnfuzz {
 
@@ -62,34 +65,73 @@ struct RoundingBias {
 // |M - M_plain| / kBiasMinSteps); above 1 it fails.
 double bias_closeness(double z, double steps, double plain_steps);
 
-// Accumulates the samples row by row: begin_row, add for each element, end_row.
-class RoundingBiasTest {
- public:
-  explicit RoundingBiasTest(Dtype output_dtype);
+// Whether x is neither infinite nor NaN (x - x is NaN exactly then): one test for host and device.
+ATTNFUZZ_HOST_DEVICE inline bool is_finite(double x) {
+  return x - x == 0.0;
+}
 
-  void begin_row();
+// The output dtype's rounding steps: what an error is measured in.
+struct RoundingSteps {
+  double two_unit_roundoff;  // the step at 1
+  double min_normal;         // below it the step is absolute: no sample
+
+  explicit RoundingSteps(Dtype output_dtype);
+};
+
+// One row's sample in progress: the weighted sums of its elements' errors, in rounding steps.
+// Host and device code alike (the CPU's comparison and the GPU's, oracle/row_check.h).
+struct RowBiasSample {
+  double outward = 0.0, upward = 0.0;  // weighted sums of the errors, in steps
+  double weight = 0.0;
+  double plain_outward = 0.0, plain_upward = 0.0;
+
   // One element: the float64 expected value, the kernel's (finite) value, the element's bound and
   // the plain reference's value (not finite: it counts as exact).
+  ATTNFUZZ_HOST_DEVICE void add(const RoundingSteps& steps, double expected, double actual,
+                                double allowed, double plain) {
+    const double magnitude = ::fabs(expected);
+    // Subnormal outputs round to an absolute step: no relative signing is meaningful there.
+    if (!(magnitude >= steps.min_normal) || !is_finite(expected) || !is_finite(actual)) return;
+    const double step = ::ldexp(steps.two_unit_roundoff, ::ilogb(expected));
+    const double bound_steps = allowed / step > 1.0 ? allowed / step : 1.0;  // std::max(1, .)
+    const double element_weight = 1.0 / (bound_steps * bound_steps);
+    const double error_steps = (actual - expected) / step;
+    upward += element_weight * error_steps;
+    outward += element_weight * (expected > 0.0 ? error_steps : -error_steps);
+    weight += element_weight;
+    const double plain_steps = is_finite(plain) ? (plain - expected) / step : 0.0;
+    plain_upward += element_weight * plain_steps;
+    plain_outward += element_weight * (expected > 0.0 ? plain_steps : -plain_steps);
+  }
+};
+
+// Accumulates the samples row by row: begin_row, add for each element, end_row; or a whole row's
+// sample at once (add_row).
+class RoundingBiasTest {
+ public:
+  // `rows`: how many rows will be added at most, to size the set of rows seen once.
+  explicit RoundingBiasTest(Dtype output_dtype, std::int64_t rows = 0);
+
+  void begin_row();
+  // One element: see RowBiasSample::add.
   void add(double expected, double actual, double allowed, double plain);
   // Ends the row; `row_fingerprint` identifies its expected outputs (rows with the same one
   // count once).
   void end_row(std::uint64_t row_fingerprint);
+  // A row's sample, as begin_row, add for each element and end_row would have made it.
+  void add_row(const RowBiasSample& row, std::uint64_t row_fingerprint);
 
   RoundingBias result() const;
 
  private:
-  double two_unit_roundoff_;  // rounding step at 1
-  double min_normal_;
-  // The row in progress.
-  double row_outward_ = 0.0, row_upward_ = 0.0;  // weighted sums of the errors, in steps
-  double row_weight_ = 0.0;
-  double row_plain_outward_ = 0.0, row_plain_upward_ = 0.0;
+  RoundingSteps steps_;
+  RowBiasSample row_;  // the row in progress
   // Over the rows so far.
   double outward_sum_ = 0.0, outward_squares_ = 0.0;
   double upward_sum_ = 0.0, upward_squares_ = 0.0;
   double plain_outward_sum_ = 0.0, plain_upward_sum_ = 0.0;
   std::int64_t rows_ = 0;
-  std::unordered_set<std::uint64_t> seen_rows_;
+  FingerprintSet seen_rows_;
 };
 
 }  // namespace attnfuzz

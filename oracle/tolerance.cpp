@@ -22,8 +22,9 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <numbers>
+#include <span>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/splitmix.h"
 #include "oracle/tensor_rows.h"
@@ -38,105 +39,37 @@ double gamma(double n, double unit_roundoff) {
   return nu < 1.0 ? nu / (1.0 - nu) : std::numeric_limits<double>::infinity();
 }
 
-// A kernel may evaluate tanh approximately: PTX's tanh.approx.f32, which FlashAttention's
-// soft-capping uses, has a relative error of at most 2^-10.987. 2^-10 covers it and the two fp32
-// roundings of dividing by and multiplying with softcap.
-constexpr double kSoftcapRelativeError = 0x1p-10;
-// fp32 roundings ALiBi's bias takes part in: its product, its addition to the score, its division
-// by and multiplication with the softmax scale (FlashAttention folds it so), the subtraction of
-// the row maximum, and one to spare.
-constexpr double kAlibiRoundings = 6.0;
-// fp32 roundings of a log-sum-exp's final steps: logf (<= 2 ulp), the addition of the maximum,
-// the scale's product, and one to spare.
-constexpr double kLseRoundings = 5.0;
+}  // namespace
 
-struct ToleranceTerms {
-  double unit_roundoff;          // u of the input/output dtype
-  double half_subnormal;         // eta
-  double magnitude_factor_base;  // 2u + accumulation_spread
-  double accumulator_underflow;  // Sk eta_acc: roundings of the accumulator below its normal range
-  double accumulation_spread;    // what accumulating allows, relative to A (term 5)
-  double score_gamma;            // gamma(D + 2)
-  double softcap;                // the problem's (0: none)
-  bool alibi;
-  double seq_len_k;
-  const DeclaredNumerics* numerics;  // what the kernel declared (--accumulation), for messages
-
-  ToleranceTerms(const AttentionProblem& problem, const DeclaredNumerics& numerics) {
-    const DtypeTraits& traits = traits_of(problem.dtype);
-    const double seq_k = static_cast<double>(problem.seq_len_k);
-    unit_roundoff = traits.unit_roundoff();
-    half_subnormal = traits.min_subnormal / 2.0;
-    if (numerics.declared()) {
-      // Blocks of k keys summed in fp32 (gamma32(k) each, numerator and row sum), the accumulator
-      // rounded at most twice per block (2 gamma_a(2 ceil(Sk / k))), exp and the final division
-      // in fp32 as ever ((2 Sk + 10) u32).
-      const double keys = static_cast<double>(numerics.keys_per_rounding);
-      const double roundings = 2.0 * std::ceil(seq_k / keys);
-      accumulation_spread =
-          2.0 * gamma(std::min(keys, seq_k), kFloat32UnitRoundoff) +
-          2.0 * gamma(roundings, numerics.accumulation_unit_roundoff(problem.dtype)) +
-          (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
-    } else {
-      accumulation_spread =
-          2.0 * gamma(seq_k, kFloat32UnitRoundoff) + (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
-    }
-    magnitude_factor_base = 2.0 * unit_roundoff + accumulation_spread;
-    accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
-    score_gamma = gamma(static_cast<double>(problem.head_dim) + 2.0, kFloat32UnitRoundoff);
-    softcap = problem.softcap;
-    alibi = problem.alibi;
-    seq_len_k = seq_k;
-    this->numerics = &numerics;
+ToleranceTerms::ToleranceTerms(const AttentionProblem& problem, const DeclaredNumerics& numerics) {
+  const DtypeTraits& traits = traits_of(problem.dtype);
+  const double seq_k = static_cast<double>(problem.seq_len_k);
+  unit_roundoff = traits.unit_roundoff();
+  half_subnormal = traits.min_subnormal / 2.0;
+  if (numerics.declared()) {
+    // Blocks of k keys summed in fp32 (gamma32(k) each, numerator and row sum), the accumulator
+    // rounded at most twice per block (2 gamma_a(2 ceil(Sk / k))), exp and the final division
+    // in fp32 as ever ((2 Sk + 10) u32).
+    const double keys = static_cast<double>(numerics.keys_per_rounding);
+    const double roundings = 2.0 * std::ceil(seq_k / keys);
+    accumulation_spread =
+        2.0 * gamma(std::min(keys, seq_k), kFloat32UnitRoundoff) +
+        2.0 * gamma(roundings, numerics.accumulation_unit_roundoff(problem.dtype)) +
+        (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
+  } else {
+    accumulation_spread =
+        2.0 * gamma(seq_k, kFloat32UnitRoundoff) + (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
   }
+  magnitude_factor_base = 2.0 * unit_roundoff + accumulation_spread;
+  accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
+  score_gamma = gamma(static_cast<double>(problem.head_dim) + 2.0, kFloat32UnitRoundoff);
+  softcap = problem.softcap;
+  alibi = problem.alibi;
+  seq_len_k = seq_k;
+  this->numerics = &numerics;
+}
 
-  // Whether the accumulation term pins the outputs: it lets each move by accumulation_spread of its
-  // scale A, which, as for the probabilities, must be at most kMaxProbabilitySpread for a verdict.
-  // With fp32 accumulation that holds to a million keys; an fp16 accumulator reaches it near 120.
-  bool accumulation_judgeable() const { return accumulation_spread <= kMaxProbabilitySpread; }
-
-  // dS_i: how far a kernel's fp32 score of row i may be from the exact one. The dot product and
-  // the scale: gamma(D + 2) times the scores' bound. Soft-capping: tanh's slope is at most 1, so
-  // that error passes through unamplified, and evaluating softcap * tanh(s / softcap) adds its own
-  // (kSoftcapRelativeError of |result| <= min(softcap, bound)). ALiBi: the bias's product, its
-  // addition and a rescaling by the softmax scale (as FlashAttention folds it), and the
-  // subtraction of the row maximum, each one fp32 rounding of at most the bias's plus the score's
-  // magnitude (kAlibiRoundings of them).
-  double score_error(double score_scale, double bias_scale) const {
-    double error = score_gamma * score_scale;
-    const double capped = softcap > 0.0 ? std::min(softcap, score_scale) : score_scale;
-    if (softcap > 0.0) error += kSoftcapRelativeError * capped;
-    if (alibi) error += kAlibiRoundings * kFloat32UnitRoundoff * (bias_scale + capped);
-    return error;
-  }
-
-  // exp(2 dS_i) - 1: how far, relatively, the bound lets each probability of the row move.
-  double probability_spread(double score_error) const { return std::expm1(2.0 * score_error); }
-
-  // The bound on a row's log-sum-exp (docs/tolerance.md): each exponent off by dS_i moves the log
-  // of the sum by at most dS_i; the fp32 sum of Sk exponentials and its other roundings (the
-  // accumulation term, log(1 + x) <= x); and logf and the addition of the row maximum, a few
-  // roundings of |L|, of the maximum (at most the scores' bound) and of log(Sk).
-  double lse_allowed(double expected, double score_error, double score_scale,
-                     double bias_scale) const {
-    const double capped = softcap > 0.0 ? std::min(softcap, score_scale) : score_scale;
-    return score_error + accumulation_spread +
-           kLseRoundings * kFloat32UnitRoundoff *
-               (std::fabs(expected) + capped + bias_scale + std::log(seq_len_k + 1.0) + 1.0);
-  }
-
-  double allowed(double expected, double magnitude, double inverse_row_sum, double score_error,
-                 double value_abs_sum) const {
-    const double spread = probability_spread(score_error);
-    const double before_rounding =
-        (magnitude_factor_base + spread * (1.0 + magnitude_factor_base)) * magnitude +
-        (half_subnormal * (value_abs_sum + seq_len_k * std::fabs(expected)) +
-         kFloat32UnitRoundoff / std::numbers::e * value_abs_sum + accumulator_underflow) *
-            inverse_row_sum;
-    return before_rounding + unit_roundoff * (std::fabs(expected) + before_rounding) +
-           half_subnormal;
-  }
-};
+namespace {
 
 std::int64_t compact_index(const AttentionProblem& problem, std::int64_t b, std::int64_t h,
                            std::int64_t i, std::int64_t d) {
@@ -163,65 +96,16 @@ std::string describe_element(const ElementReport& element) {
   return text.str();
 }
 
-// Largest |O| and the sum of O over the whole reference output, in index order.
-struct ExpectedSummary {
+// The largest |O| of the whole reference output.
+double max_abs_expected(const LargeBuffer<double>& expected) {
   double max_abs = 0.0;
-  double sum = 0.0;
-};
-
-ExpectedSummary summarize_expected(const LargeBuffer<double>& expected) {
-  ExpectedSummary summary;
-  for (double value : expected) {
-    summary.max_abs = std::max(summary.max_abs, std::fabs(value));
-    summary.sum += value;
-  }
-  return summary;
+  for (double value : expected) max_abs = std::max(max_abs, std::fabs(value));
+  return max_abs;
 }
 
-// Sums over the elements checked so far, for the mean error and the correlation.
-struct ErrorSums {
-  double abs_error = 0.0;  // over finite elements
-  double actual = 0.0;     // over finite elements
-  std::int64_t nonfinite = 0;
-};
-
-// Judges one element: sets its fault and returns |error| / allowed, infinite when the element
-// has no usable value. A finite element's error goes into the maxima and the sums.
-inline double check_element(ElementReport& element, bool unwritten, double relative_floor,
-                            Comparison& result, ErrorSums& sums) {
-  if (unwritten) {
-    element.fault = ElementFault::unwritten;
-    return std::numeric_limits<double>::infinity();
-  }
-  if (!std::isfinite(element.actual)) {
-    element.fault = ElementFault::nonfinite;
-    return std::numeric_limits<double>::infinity();
-  }
-  const double error = std::fabs(element.actual - element.expected);
-  const double ratio = error / element.allowed;
-  if (ratio > 1.0) element.fault = ElementFault::beyond_bound;
-  result.max_abs_error = std::max(result.max_abs_error, error);
-  sums.abs_error += error;
-  sums.actual += element.actual;
-  if (std::fabs(element.expected) >= relative_floor && element.expected != 0.0) {
-    result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(element.expected));
-  }
-  return ratio;
-}
-
-// Counts a judged element: failures, the first of them (in (b, h, i, d) order) and the worst.
-inline void record_verdict(const ElementReport& element, double ratio, Comparison& result,
-                           ErrorSums& sums) {
-  if (element.fault != ElementFault::none) {
-    ++result.failing_elements;
-    if (!result.first_failure) result.first_failure = element;
-  }
-  if (!std::isfinite(element.actual)) ++sums.nonfinite;
-  if (ratio > result.bound_ratio || result.elements == 0) {
-    result.bound_ratio = ratio;
-    result.worst_element = element;
-  }
-  ++result.elements;
+ElementReport element_report(std::int64_t b, std::int64_t h, std::int64_t i,
+                             const RowElement& element) {
+  return {b, h, i, element.dim, element.expected, element.actual, element.allowed, element.fault};
 }
 
 // Why row (b, h, i) cannot be judged: the oracle overflowed on it, the declared accumulation lets
@@ -258,68 +142,84 @@ std::string inconclusive_row_reason(const ToleranceTerms& terms, std::int64_t b,
   return reason.str();
 }
 
-// Every element of the kernel's output against its bound, in (b, h, i, d) order; the widened
-// outputs go to `actual_values` (compact order) for the correlation. The bias test samples the
-// kernel's errors and, beside them, the plain reference's (`plain`, compact; empty: none).
-ErrorSums check_elements(const AttentionProblem& problem, const ToleranceTerms& terms,
-                         const ReferenceAttention& reference, const std::vector<float>& plain,
-                         const std::uint16_t* output, double relative_floor, Comparison& result,
-                         std::vector<double>& actual_values) {
-  ErrorSums sums;
-  RoundingBiasTest bias(problem.dtype);
-  const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
-  const std::span<const float> widen = widening_table(problem.dtype);
-  const std::int64_t dim = problem.head_dim;
-  for (std::int64_t b = 0; b < problem.batch; ++b) {
-    for (std::int64_t h = 0; h < problem.heads; ++h) {
-      const std::int64_t kv_head = h / problem.group_size();
-      const double* value_abs_sum =
-          &reference.value_abs_sum[(b * problem.kv_heads + kv_head) * dim];
-      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
-        const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
-        const std::uint16_t* out_row = output_row(problem, output, b, i, h);
-        const double score_error =
-            terms.score_error(reference.score_scale[row_index], reference.bias_scale[row_index]);
-        const double spread = terms.probability_spread(score_error);
-        bool judgeable = spread <= kMaxProbabilitySpread && terms.accumulation_judgeable();
-        bool oracle_overflowed = false;
-        std::uint64_t fingerprint = static_cast<std::uint64_t>(kv_head);
-        bias.begin_row();
-        for (std::int64_t d = 0; d < dim; ++d) {
-          const std::int64_t index = row_index * dim + d;
-          const double expected = reference.output[index];
-          const double actual = widen[out_row[d]];
-          const double allowed =
-              terms.allowed(expected, reference.magnitude[index],
-                            reference.inverse_row_sum[row_index], score_error, value_abs_sum[d]);
-          fingerprint = splitmix64_finalise(fingerprint ^ std::bit_cast<std::uint64_t>(expected));
-          if (!std::isfinite(expected) || !std::isfinite(allowed)) {
-            judgeable = false;  // nothing to compare with, or no bound to compare against
-            oracle_overflowed = oracle_overflowed || !std::isfinite(expected);
-            actual_values[index] = expected;
-            continue;
-          }
-          actual_values[index] = actual;
-          ElementReport element{b, h, i, d, expected, actual, allowed, ElementFault::none};
-          const double ratio =
-              check_element(element, out_row[d] == poison, relative_floor, result, sums);
-          record_verdict(element, ratio, result, sums);
-          if (element.fault == ElementFault::none) {
-            bias.add(expected, actual, allowed, plain.empty() ? expected : plain[index]);
-          }
-        }
-        if (judgeable) {
-          bias.end_row(fingerprint);
-        } else if (result.inconclusive_rows++ == 0) {
-          result.inconclusive_reason =
-              inconclusive_row_reason(terms, b, h, i, spread, oracle_overflowed);
-        }
-      }
+// Gathers the rows' checks (check_row), in (b, h, i) order, into a comparison's element figures,
+// its first failure and worst element, its inconclusive rows, the bias test and the plain
+// reference's largest error. The sums run in that order whoever checked the rows.
+class ComparisonBuilder {
+ public:
+  ComparisonBuilder(const AttentionProblem& problem, const ToleranceTerms& terms)
+      : terms_(terms),
+        bias_(problem.dtype, problem.batch * problem.heads * problem.seq_len_q),
+        head_dim_(static_cast<double>(problem.head_dim)) {}
+
+  void add(std::int64_t b, std::int64_t h, std::int64_t i, const RowCheck& row,
+           Comparison& result) {
+    if (row.failing > 0 && !result.first_failure) {
+      result.first_failure = element_report(b, h, i, row.first_failure);
+    }
+    if (row.worst.dim >= 0 && (row.worst.ratio > result.bound_ratio || result.elements == 0)) {
+      result.bound_ratio = row.worst.ratio;
+      result.worst_element = element_report(b, h, i, row.worst);
+    }
+    result.elements += row.elements;
+    result.failing_elements += row.failing;
+    nonfinite_ += row.nonfinite;
+    result.max_abs_error = std::max(result.max_abs_error, row.max_abs_error);
+    result.max_rel_error = std::max(result.max_rel_error, row.max_rel_error);
+    abs_error_sum_ += row.abs_error_sum;
+    plain_max_error_ = std::isinf(plain_max_error_) || std::isinf(row.plain_max_error)
+                           ? std::numeric_limits<double>::infinity()
+                           : std::max(plain_max_error_, row.plain_max_error);
+    add_moments(row);
+    if (row.judgeable) {
+      bias_.add_row(row.bias, row.fingerprint);
+    } else if (result.inconclusive_rows++ == 0) {
+      result.inconclusive_reason =
+          inconclusive_row_reason(terms_, b, h, i, row.spread, row.oracle_overflowed);
     }
   }
-  result.bias = bias.result();
-  return sums;
-}
+
+  // The mean error, the correlation and the bias test; any non-finite element makes the first two
+  // undefined and the maximum error infinite. Returns the plain reference's largest error.
+  double finish(Comparison& result) const {
+    const double count = static_cast<double>(std::max<std::int64_t>(result.elements, 1));
+    result.mean_abs_error =
+        nonfinite_ > 0 ? std::numeric_limits<double>::quiet_NaN() : abs_error_sum_ / count;
+    if (nonfinite_ > 0) {
+      result.max_abs_error = std::numeric_limits<double>::infinity();
+      result.correlation = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      result.correlation = squares_expected_ > 0.0 && squares_actual_ > 0.0
+                               ? co_moment_ / std::sqrt(squares_expected_ * squares_actual_)
+                               : (squares_expected_ == squares_actual_ ? 1.0 : 0.0);
+    }
+    result.bias = bias_.result();
+    return plain_max_error_;
+  }
+
+ private:
+  // Chan, Golub and LeVeque's pairwise update: the row's head_dim values joined to those so far.
+  void add_moments(const RowCheck& row) {
+    const double before = values_, total = values_ + head_dim_;
+    const double delta_expected = row.mean_expected - mean_expected_;
+    const double delta_actual = row.mean_actual - mean_actual_;
+    const double weight = before * head_dim_ / total;
+    squares_expected_ += row.squares_expected + delta_expected * delta_expected * weight;
+    squares_actual_ += row.squares_actual + delta_actual * delta_actual * weight;
+    co_moment_ += row.co_moment + delta_expected * delta_actual * weight;
+    mean_expected_ += delta_expected * head_dim_ / total;
+    mean_actual_ += delta_actual * head_dim_ / total;
+    values_ = total;
+  }
+
+  const ToleranceTerms& terms_;
+  RoundingBiasTest bias_;
+  double head_dim_;
+  std::int64_t nonfinite_ = 0;
+  double abs_error_sum_ = 0.0, plain_max_error_ = 0.0;
+  double values_ = 0.0, mean_expected_ = 0.0, mean_actual_ = 0.0;
+  double squares_expected_ = 0.0, squares_actual_ = 0.0, co_moment_ = 0.0;
+};
 
 // Every row's log-sum-exp against its bound. A row that sees no key must hold an infinity: -inf
 // (the log of an empty sum) or +inf (FlashAttention 2's convention, which makes the backward pass's
@@ -365,53 +265,6 @@ void check_log_sum_exp(const AttentionProblem& problem, const ToleranceTerms& te
       }
     }
   }
-}
-
-// Pearson's correlation of kernel and reference outputs, given their means.
-double correlation(const LargeBuffer<double>& expected, const std::vector<double>& actual,
-                   double expected_mean, double actual_mean) {
-  double covariance = 0.0, expected_var = 0.0, actual_var = 0.0;
-  for (std::size_t index = 0; index < actual.size(); ++index) {
-    const double de = expected[index] - expected_mean;
-    const double da = actual[index] - actual_mean;
-    covariance += de * da;
-    expected_var += de * de;
-    actual_var += da * da;
-  }
-  return (expected_var > 0.0 && actual_var > 0.0)
-             ? covariance / std::sqrt(expected_var * actual_var)
-             : (expected_var == actual_var ? 1.0 : 0.0);
-}
-
-// The mean error and the correlation; any non-finite element makes both undefined and the
-// maximum error infinite.
-void summarize_errors(const ErrorSums& sums, double expected_sum,
-                      const LargeBuffer<double>& expected, const std::vector<double>& actual_values,
-                      Comparison& result) {
-  const double count = static_cast<double>(std::max<std::int64_t>(result.elements, 1));
-  result.mean_abs_error =
-      sums.nonfinite ? std::numeric_limits<double>::quiet_NaN() : sums.abs_error / count;
-  if (sums.nonfinite) {
-    result.max_abs_error = std::numeric_limits<double>::infinity();
-    result.correlation = std::numeric_limits<double>::quiet_NaN();
-  } else {
-    const double expected_mean = expected_sum / count, actual_mean = sums.actual / count;
-    result.correlation = correlation(expected, actual_values, expected_mean, actual_mean);
-  }
-}
-
-// The plain same-precision implementation's max error. One that overflowed (its scores rounded
-// to fp16 became inf) cannot judge: its error counts as infinite, which leaves the case to the
-// per-element bound.
-double plain_max_abs_error(const std::vector<float>& plain, const LargeBuffer<double>& expected) {
-  double max_error = 0.0;
-  for (std::size_t index = 0; index < plain.size(); ++index) {
-    const double plain_error = std::fabs(plain[index] - expected[index]);
-    max_error = std::isfinite(plain_error) ? std::max(max_error, plain_error)
-                                           : std::numeric_limits<double>::infinity();
-    if (!std::isfinite(plain_error)) break;
-  }
-  return max_error;
 }
 
 // FlashAttention's rule: max error <= 2 * (plain same-precision max error) + atol, where atol
@@ -552,27 +405,19 @@ double OracleFreeBound::allowed(std::int64_t batch, std::int64_t head, std::int6
                        value_abs_sum_[slot]);
 }
 
-Comparison compare_to_reference(const AttentionProblem& problem,
-                                const ReferenceAttention& reference,
-                                const std::vector<float>& plain, const std::uint16_t* output,
-                                const DeclaredNumerics& numerics, const float* lse) {
-  const ToleranceTerms terms(problem, numerics);
-  const ExpectedSummary expected = summarize_expected(reference.output);
-  Comparison result;
-  std::vector<double> actual_values(reference.output.size());
-  // Relative errors count only where |expected| is at least one output rounding of the largest.
-  const double relative_floor = terms.unit_roundoff * expected.max_abs;
-  const ErrorSums sums = check_elements(problem, terms, reference, plain, output, relative_floor,
-                                        result, actual_values);
-  summarize_errors(sums, expected.sum, reference.output, actual_values, result);
+namespace {
+
+// The verdict from the element figures and the plain reference's largest error: the bias test
+// where it applies, FlashAttention's rule, the log-sum-exp (already checked), the error ratio and
+// the reason.
+void conclude(const AttentionProblem& problem, const ToleranceTerms& terms,
+              const DeclaredNumerics& numerics, double max_abs_expected, double plain_max_error,
+              Comparison& result) {
   // The bias test's model, that a correct kernel's errors are symmetric, does not hold for a
   // low-precision accumulator: addends below half its step are lost (stagnation), which leans
   // toward zero. Under a declared accumulation the bounds and FlashAttention's rule judge alone.
   if (numerics.declared()) result.bias = RoundingBias{};
-  apply_flash_attention_rule(terms.unit_roundoff, expected.max_abs,
-                             plain_max_abs_error(plain, reference.output), result);
-  if (problem.return_lse && lse != nullptr)
-    check_log_sum_exp(problem, terms, reference, lse, result);
+  apply_flash_attention_rule(terms.unit_roundoff, max_abs_expected, plain_max_error, result);
   result.error_ratio = std::max(
       {result.bound_ratio, result.fa_rule_ratio, result.bias.ratio, result.lse_bound_ratio});
   // A failure is sound anywhere a bound was computed; a pass needs every row judged.
@@ -582,6 +427,70 @@ Comparison compare_to_reference(const AttentionProblem& problem,
       !result.failed && (result.inconclusive_rows > 0 || !std::isfinite(result.error_ratio));
   result.passed = !result.failed && !result.inconclusive;
   result.reason = failure_reason(problem, result);
+}
+
+}  // namespace
+
+Comparison compare_to_reference(const AttentionProblem& problem,
+                                const ReferenceAttention& reference,
+                                const std::vector<float>& plain, const std::uint16_t* output,
+                                const DeclaredNumerics& numerics, const float* lse) {
+  const ToleranceTerms terms(problem, numerics);
+  const RoundingSteps steps(problem.dtype);
+  const double max_expected = max_abs_expected(reference.output);
+  // Relative errors count only where |expected| is at least one output rounding of the largest.
+  const double relative_floor = terms.unit_roundoff * max_expected;
+  const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
+  const std::span<const float> widening = widening_table(problem.dtype);
+  const auto widen = [&](std::uint16_t bits) { return static_cast<double>(widening[bits]); };
+  const std::int64_t dim = problem.head_dim;
+  Comparison result;
+  ComparisonBuilder builder(problem, terms);
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      const std::int64_t kv_head = h / problem.group_size();
+      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
+        const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
+        const RowArrays row{&reference.output[row_index * dim],
+                            &reference.magnitude[row_index * dim],
+                            &reference.value_abs_sum[(b * problem.kv_heads + kv_head) * dim],
+                            reference.inverse_row_sum[row_index],
+                            reference.score_scale[row_index],
+                            reference.bias_scale[row_index],
+                            output_row(problem, output, b, i, h),
+                            plain.empty() ? nullptr : &plain[row_index * dim],
+                            static_cast<std::uint64_t>(kv_head)};
+        builder.add(b, h, i, check_row(row, dim, terms, steps, poison, relative_floor, widen),
+                    result);
+      }
+    }
+  }
+  const double plain_max_error = builder.finish(result);
+  if (problem.return_lse && lse != nullptr)
+    check_log_sum_exp(problem, terms, reference, lse, result);
+  conclude(problem, terms, numerics, max_expected, plain_max_error, result);
+  return result;
+}
+
+Comparison comparison_of_rows(const AttentionProblem& problem, std::span<const RowCheck> rows,
+                              double max_abs_expected, const DeclaredNumerics& numerics) {
+  if (problem.return_lse) {
+    throw std::invalid_argument("comparison_of_rows: the log-sum-exp is checked on the host only");
+  }
+  const ToleranceTerms terms(problem, numerics);
+  Comparison result;
+  ComparisonBuilder builder(problem, terms);
+  std::size_t next = 0;
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
+        if (next == rows.size()) throw std::invalid_argument("comparison_of_rows: too few rows");
+        builder.add(b, h, i, rows[next++], result);
+      }
+    }
+  }
+  if (next != rows.size()) throw std::invalid_argument("comparison_of_rows: too many rows");
+  conclude(problem, terms, numerics, max_abs_expected, builder.finish(result), result);
   return result;
 }
 

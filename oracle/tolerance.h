@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,17 +15,11 @@
 #include "oracle/declared_numerics.h"
 #include "oracle/reference_attention.h"
 #include "oracle/rounding_bias.h"
+#include "oracle/row_check.h"
 
 namespace attnfuzz {
 
-// A verdict means something only where the bound pins every probability of a row to within this
-// fraction of itself: exp(2 dS_i) - 1 <= 1/4, dS_i being the bound on a score's fp32 error
-// (docs/tolerance.md, "Where a verdict means something"). Rows past it are inconclusive: a
-// failure elsewhere still fails the case, but the case is never passed.
-inline constexpr double kMaxProbabilitySpread = 1.0 / 4.0;
-
-// What is wrong with one output element.
-enum class ElementFault { none, unwritten, nonfinite, beyond_bound };
+// What is wrong with one output element: ElementFault (oracle/row_check.h).
 std::string_view element_fault_name(ElementFault fault);
 
 struct ElementReport {
@@ -104,5 +99,14 @@ Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
                                 const std::vector<float>& plain, const std::uint16_t* output,
                                 const DeclaredNumerics& numerics = {}, const float* lse = nullptr);
+
+// The comparison of a kernel's output whose rows were checked elsewhere (on the GPU,
+// oracle/device_comparison.h): `rows` holds check_row()'s result for every query row in (b, h, i)
+// order, `max_abs_expected` is the largest |O| of the reference (it sets the relative errors'
+// floor the rows were checked with, and FlashAttention's rule's atol).
+// What compare_to_reference() gives for the same rows; a case that returns the log-sum-exp is
+// compared by compare_to_reference() only.
+Comparison comparison_of_rows(const AttentionProblem& problem, std::span<const RowCheck> rows,
+                              double max_abs_expected, const DeclaredNumerics& numerics = {});
 
 }  // namespace attnfuzz

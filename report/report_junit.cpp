@@ -79,7 +79,7 @@ void add_testcase(tinyxml2::XMLElement* suite, const CaseResult& result,
   const std::string name = result.attention_case.id + " " + describe_case(result.attention_case);
   testcase->SetAttribute("classname", xml_safe(result.kernel_name).c_str());
   testcase->SetAttribute("name", xml_safe(name).c_str());
-  testcase->SetAttribute("time", fixed_decimals(result.total_seconds, 6).c_str());
+  testcase->SetAttribute("time", fixed_decimals(result.timing.total_seconds, 6).c_str());
 
   if (result.status == CaseStatus::fail) {
     const std::optional<ElementReport>& first_failure = result.comparison.first_failure;

@@ -2,6 +2,7 @@
 // The human-readable table on stdout: one row per case as it finishes, then the summary. The last
 // line of the summary, "P passed, F failed, S skipped", is read by CI tools: keep it exactly so.
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -107,6 +108,31 @@ void write_bench_summary(std::ostream& out, const BenchReport& bench) {
   }
 }
 
+// One line: each step's seconds summed over the cases that ran, where a run's time went.
+void write_time_by_step(std::ostream& out, const RunReport& report) {
+  CaseTiming sum;
+  bool any_ran = false;
+  for (const CaseResult& result : report.results) {
+    if (!result.ran) continue;
+    any_ran = true;
+    for (const CaseTimingStep& step : kCaseTimingSteps) {
+      if (std::isfinite(result.timing.*step.member)) sum.*step.member += result.timing.*step.member;
+    }
+  }
+  if (!any_ran) return;
+  out << "time by step (s, summed over the cases that ran):";
+  for (const CaseTimingStep& step : kCaseTimingSteps) {
+    if (step.member == &CaseTiming::oracle_seconds) continue;  // the sum of the three after it
+    std::string_view name = step.name;
+    name.remove_suffix(std::string_view("_seconds").size());
+    // Transfers happen within the kernel's and the repeats' steps: a part, not a step.
+    const bool part = step.member == &CaseTiming::transfer_seconds;
+    out << (part ? " (" : " ") << name << ' ' << fixed_decimals(sum.*step.member, 3)
+        << (part ? " of those)" : "");
+  }
+  out << '\n';
+}
+
 }  // namespace
 
 void write_table_header(std::ostream& out) {
@@ -121,7 +147,7 @@ void write_table_row(std::ostream& out, const CaseResult& result) {
   // A case id comes from a file's name on --replay, which may hold any byte but '/' and NUL.
   write_cells(out, status_label(result.status), printable(result.attention_case.id),
               printable(result.kernel_name), describe_case(result.attention_case), error_ratio,
-              max_abs_error, fixed_decimals(result.total_seconds, 3));
+              max_abs_error, fixed_decimals(result.timing.total_seconds, 3));
   if (result.status != CaseStatus::pass) {
     out << "    reason: " << (result.reason.empty() ? "(none given)" : printable(result.reason))
         << '\n';
@@ -157,6 +183,7 @@ void write_table_summary(std::ostream& out, const RunReport& report) {
   out << summary.total << " cases: " << summary.passed << " passed, " << summary.failed
       << " failed, " << summary.skipped << " skipped (exit " << summary.exit_code << ") in "
       << fixed_decimals(summary.wall_seconds, 2) << " s\n";
+  write_time_by_step(out, report);
 
   const std::vector<std::pair<std::string, int>> skip_reasons = skip_reasons_by_count(report);
   if (!skip_reasons.empty()) out << "skipped because:\n";

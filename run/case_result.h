@@ -10,6 +10,7 @@
 #include "case/attention_case.h"
 #include "oracle/tolerance.h"
 #include "perf/kernel_performance.h"
+#include "run/case_timing.h"
 
 namespace attnfuzz {
 
@@ -40,10 +41,7 @@ struct CaseResult {
   std::string oracle;       // which reference was used, e.g. "cpu_float64"
   Comparison comparison;    // meaningful when the kernel ran
   bool ran = false;
-  double kernel_seconds = 0.0;  // the first run
-  double repeat_seconds = 0.0;  // the runs after it, for the determinism check
-  double oracle_seconds = 0.0;
-  double total_seconds = 0.0;
+  CaseTiming timing;
   std::string timestamp;  // UTC, ISO 8601, when the case finished
   // --bench: how fast the kernel ran the case, once it passed; absent otherwise.
   std::optional<KernelPerformance> performance;

@@ -243,6 +243,26 @@ Comparison comparison_from_json(const json& record, bool passed) {
   return comparison;
 }
 
+json timing_to_json(const CaseTiming& timing) {
+  json object = json::object();
+  for (const CaseTimingStep& step : kCaseTimingSteps) {
+    object[std::string(step.name)] = number_or_null(timing.*step.member);
+  }
+  return object;
+}
+
+// A report written before a step was timed lacks it: 0 s, as for a step that did not run.
+CaseTiming timing_from_json(const json& object) {
+  CaseTiming timing;
+  for (const CaseTimingStep& step : kCaseTimingSteps) {
+    const std::string name(step.name);
+    if (step.always_reported || object.contains(name)) {
+      timing.*step.member = number_at(object, "/timing", name.c_str());
+    }
+  }
+  return timing;
+}
+
 }  // namespace
 
 json case_to_json(const CaseResult& result) {
@@ -258,13 +278,7 @@ json case_to_json(const CaseResult& result) {
       // zeros that reads as perfect.
       {"correctness",
        result.ran && !result.oracle.empty() ? correctness_to_json(result) : json(nullptr)},
-      {"timing",
-       {
-           {"kernel_seconds", number_or_null(result.kernel_seconds)},
-           {"repeat_seconds", number_or_null(result.repeat_seconds)},
-           {"oracle_seconds", number_or_null(result.oracle_seconds)},
-           {"total_seconds", number_or_null(result.total_seconds)},
-       }},
+      {"timing", timing_to_json(result.timing)},
       {"timestamp", result.timestamp},
   };
   if (result.status == CaseStatus::skip) {
@@ -311,11 +325,7 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
     result.ran = true;
     result.comparison = comparison_from_json(record, result.status == CaseStatus::pass);
   }
-  const json& timing = member(record, "", "timing");
-  result.kernel_seconds = number_at(timing, "/timing", "kernel_seconds");
-  result.repeat_seconds = number_at(timing, "/timing", "repeat_seconds");
-  result.oracle_seconds = number_at(timing, "/timing", "oracle_seconds");
-  result.total_seconds = number_at(timing, "/timing", "total_seconds");
+  result.timing = timing_from_json(member(record, "", "timing"));
   result.timestamp = text_at(record, "", "timestamp");
   if (const auto performance = record.find("performance");
       performance != record.end() && !performance->is_null()) {

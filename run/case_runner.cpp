@@ -14,9 +14,12 @@
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
 #include "oracle/cublas_reference.h"
+#include "oracle/device_plain_attention.h"
 #include "oracle/plain_attention.h"
 #include "oracle/reference_attention.h"
 #include "oracle/tolerance.h"
+#include "run/case_evidence.h"
+#include "run/device_case.h"
 #include "run/device_staging.h"
 #include "run/guarded_output.h"
 #include "run/kernel_timer.h"
@@ -32,13 +35,11 @@ static_assert(kLargestBlockM <= kInputGuardRows && kLargestBlockN <= kInputGuard
 
 constexpr std::string_view kDefaultCpuKernel = "cpu_flash";
 constexpr std::string_view kDefaultCudaKernel = "cuda_flash";
-// From this many flops on, `--oracle auto` judges a device kernel with the cuBLAS oracle: the
-// seed's largest cases (B=48 H=16 S=640 D=64, 20 GFLOP) take the CPU oracle seconds on a laptop's
-// cores and the GPU's FP64 units milliseconds; below it, copying doubles to the device costs more
-// than it saves.
+// On the host path (--host-verification, a declared accumulation), from this many flops on
+// `--oracle auto` judges a dense case of a device kernel with the cuBLAS oracle: the seed's largest
+// cases (B=48 H=16 S=640 D=64, 20 GFLOP) take the CPU oracle seconds on a laptop's cores and the
+// GPU's FP64 units milliseconds; below it, copying the inputs over costs more than it saves.
 constexpr double kDeviceOracleMinFlops = 2e9;
-constexpr std::string_view kCpuOracle = "cpu_float64";
-constexpr std::string_view kCudaOracle = "cuda_cublas_float64";
 
 }  // namespace
 
@@ -128,7 +129,7 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
     CaseResult result =
         unfinished_result(attention_case, CaseStatus::skip,
                           "out of memory: an allocation for this case failed (std::bad_alloc)");
-    result.total_seconds = seconds_since(started);
+    result.timing.total_seconds = seconds_since(started);
     return result;
   }
 }
@@ -155,6 +156,112 @@ CaseResult CaseRunner::unfinished_result(const AttentionCase& attention_case, Ca
   return result;
 }
 
+namespace {
+
+// The case on the host path: inputs drawn on the host, the kernel handed copies of them (through
+// device memory for a device kernel, run_kernel), the checks and the oracle on the host (the
+// cuBLAS oracle for a large dense case of a device kernel).
+CaseEvidence run_case_on_host(const AttentionKernel& kernel, const AttentionProblem& problem,
+                              const AttentionCase& attention_case, const RunSettings& settings,
+                              CaseTiming& timing) {
+  CaseEvidence evidence;
+  const auto generate_started = std::chrono::steady_clock::now();
+  const AttentionInputs inputs =
+      generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
+  timing.generate_seconds = seconds_since(generate_started);
+  GuardedOutput output(problem);
+  const auto kernel_started = std::chrono::steady_clock::now();
+  evidence.first_call = run_kernel(kernel, problem, inputs, settings.plant, output);
+  const KernelCall& call = evidence.first_call;
+  timing.kernel_seconds = seconds_since(kernel_started);
+  timing.transfer_seconds = call.transfer_seconds;
+  if (!call.error.empty()) return evidence;
+
+  // The same inputs again, each run into a fresh poisoned output: bitwise the same as the first,
+  // or (allow_nondeterminism) kept to be judged against the oracle below.
+  std::vector<GuardedOutput> repeats;
+  std::optional<std::string>& repeat_fault = evidence.repeat_fault;
+  const auto repeats_started = std::chrono::steady_clock::now();
+  for (int run = 2; run <= settings.repeats && !repeat_fault; ++run) {
+    GuardedOutput& again = repeats.emplace_back(problem);
+    const KernelCall call_again = run_kernel(kernel, problem, inputs, settings.plant, again);
+    timing.transfer_seconds += call_again.transfer_seconds;
+    if (!call_again.error.empty()) {
+      repeat_fault = "run " + std::to_string(run) + ": " + call_again.error;
+    } else if (call_again.changed_input && !call.changed_input) {
+      repeat_fault = "run " + std::to_string(run) + ": " + *call_again.changed_input;
+    } else if (std::optional<std::string> stray = again.find_stray_write()) {
+      repeat_fault = "run " + std::to_string(run) + ": " + *stray;
+    } else if (!settings.allow_nondeterminism) {
+      repeat_fault = find_repeat_difference(problem, output.data(), again.data(), run);
+      if (!repeat_fault && problem.return_lse) {
+        repeat_fault = find_lse_repeat_difference(problem, output.lse(), again.lse(), run);
+      }
+    }
+    // Kept to be judged only when nondeterminism is allowed and the run had no fault of its own.
+    if (repeat_fault || !settings.allow_nondeterminism) repeats.pop_back();
+  }
+  timing.repeat_seconds = seconds_since(repeats_started);
+
+  const auto oracle_started = std::chrono::steady_clock::now();
+  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  const bool on_device = kernel.site() == ExecutionSite::cuda_device;
+  // The cuBLAS oracle computes dense attention only: a case with a variant (varlen, paging,
+  // windows, soft-capping, ALiBi, the log-sum-exp) is judged on the CPU, and its report says so.
+  const bool use_cublas = cublas_reference_supports(problem) &&
+                          (settings.oracle == OracleChoice::cuda ||
+                           (settings.oracle == OracleChoice::auto_select && on_device &&
+                            attention_flops(problem) >= kDeviceOracleMinFlops));
+  // Kept from case to case: the oracle overwrites every element, and storage that is already the
+  // right size costs neither an allocation nor page faults (its arrays are tens of MiB per case).
+  thread_local ReferenceAttention reference;
+  evidence.oracle = std::string(use_cublas ? kCudaOracle : kCpuOracle);
+  if (use_cublas) {
+    try {
+      reference = cublas_reference_attention(problem, tensors);
+    } catch (const std::exception& error) {
+      evidence.oracle_failure = error.what();
+      return evidence;
+    }
+  } else {
+    reference_attention(problem, tensors, reference);
+  }
+  timing.reference_seconds = seconds_since(oracle_started);
+  const auto plain_started = std::chrono::steady_clock::now();
+  // With the cuBLAS oracle, the plain reference is the device's too: the device path's, so that
+  // the two paths judge a case alike (device_plain_attention.h).
+  std::vector<float> plain;
+  try {
+    plain = use_cublas && device_plain_attention_supports(problem, settings.numerics)
+                ? device_plain_attention(problem, tensors)
+                : plain_attention(problem, tensors, 0, settings.numerics);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& error) {
+    evidence.oracle_failure = std::string("plain reference: ") + error.what();
+    return evidence;
+  }
+  timing.plain_seconds = seconds_since(plain_started);
+  const auto compare_started = std::chrono::steady_clock::now();
+  evidence.comparison = compare_to_reference(problem, reference, plain, output.data(),
+                                             settings.numerics, output.lse());
+  // A kernel allowed to be nondeterministic is judged on every run: the figures are the worst's.
+  for (std::size_t index = 0; index < repeats.size() && !evidence.comparison.failed; ++index) {
+    Comparison again = compare_to_reference(problem, reference, plain, repeats[index].data(),
+                                            settings.numerics, repeats[index].lse());
+    if (again.failed || again.error_ratio > evidence.comparison.error_ratio) {
+      if (again.failed) again.reason = "run " + std::to_string(index + 2) + ": " + again.reason;
+      evidence.comparison = std::move(again);
+    }
+  }
+  timing.compare_seconds = seconds_since(compare_started);
+  timing.oracle_seconds = seconds_since(oracle_started);
+  evidence.stray_write = output.find_stray_write();
+  return evidence;
+}
+
+}  // namespace
+
 CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const {
   const auto started = std::chrono::steady_clock::now();
   const KernelChoice choice = choose_kernel(attention_case);
@@ -165,7 +272,7 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   auto finish = [&](CaseStatus status, std::string reason) {
     result.status = status;
     result.reason = std::move(reason);
-    result.total_seconds = seconds_since(started);
+    result.timing.total_seconds = seconds_since(started);
     result.timestamp = utc_timestamp();
     return result;
   };
@@ -175,82 +282,28 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   }
 
   const AttentionProblem problem = problem_of(attention_case);
-  const AttentionInputs inputs =
-      generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
-  GuardedOutput output(problem);
-  const auto kernel_started = std::chrono::steady_clock::now();
-  const KernelCall call = run_kernel(*choice.kernel, problem, inputs, settings_.plant, output);
-  result.kernel_seconds = seconds_since(kernel_started);
-  if (!call.error.empty()) return finish(CaseStatus::fail, call.error);
+  const CaseEvidence evidence =
+      runs_whole_on_device(problem, *choice.kernel, settings_)
+          ? run_case_on_device(*choice.kernel, problem, attention_case, settings_, result.timing)
+          : run_case_on_host(*choice.kernel, problem, attention_case, settings_, result.timing);
+  if (!evidence.first_call.error.empty()) {
+    return finish(CaseStatus::fail, evidence.first_call.error);
+  }
   result.ran = true;
-
-  // The same inputs again, each run into a fresh poisoned output: bitwise the same as the first,
-  // or (allow_nondeterminism) kept to be judged against the oracle below.
-  std::vector<GuardedOutput> repeats;
-  std::optional<std::string> repeat_fault;
-  const auto repeats_started = std::chrono::steady_clock::now();
-  for (int run = 2; run <= settings_.repeats && !repeat_fault; ++run) {
-    GuardedOutput& again = repeats.emplace_back(problem);
-    const KernelCall call_again =
-        run_kernel(*choice.kernel, problem, inputs, settings_.plant, again);
-    if (!call_again.error.empty()) {
-      repeat_fault = "run " + std::to_string(run) + ": " + call_again.error;
-    } else if (call_again.changed_input && !call.changed_input) {
-      repeat_fault = "run " + std::to_string(run) + ": " + *call_again.changed_input;
-    } else if (std::optional<std::string> stray = again.find_stray_write()) {
-      repeat_fault = "run " + std::to_string(run) + ": " + *stray;
-    } else if (!settings_.allow_nondeterminism) {
-      repeat_fault = find_repeat_difference(problem, output.data(), again.data(), run);
-      if (!repeat_fault && problem.return_lse) {
-        repeat_fault = find_lse_repeat_difference(problem, output.lse(), again.lse(), run);
-      }
-      repeats.pop_back();
-    }
+  if (!evidence.oracle_failure.empty()) {
+    return finish(CaseStatus::fail,
+                  (evidence.oracle == kCudaOracle ? "cuBLAS oracle failed: " : "oracle failed: ") +
+                      evidence.oracle_failure);
   }
-  result.repeat_seconds = seconds_since(repeats_started);
-
-  const auto oracle_started = std::chrono::steady_clock::now();
-  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
-  const bool on_device = choice.kernel->site() == ExecutionSite::cuda_device;
-  // The cuBLAS oracle computes dense attention only: a case with a variant (varlen, paging,
-  // windows, soft-capping, ALiBi, the log-sum-exp) is judged on the CPU, and its report says so.
-  const bool use_cublas =
-      features_of(problem) == 0 && (settings_.oracle == OracleChoice::cuda ||
-                                    (settings_.oracle == OracleChoice::auto_select && on_device &&
-                                     attention_flops(problem) >= kDeviceOracleMinFlops));
-  // Kept from case to case: the oracle overwrites every element, and storage that is already the
-  // right size costs neither an allocation nor page faults (its arrays are tens of MiB per case).
-  thread_local ReferenceAttention reference;
-  if (use_cublas) {
-    try {
-      reference = cublas_reference_attention(problem, tensors);
-    } catch (const std::exception& error) {
-      return finish(CaseStatus::fail, std::string("cuBLAS oracle failed: ") + error.what());
-    }
-  } else {
-    reference_attention(problem, tensors, reference);
-  }
-  const std::vector<float> plain = plain_attention(problem, tensors, 0, settings_.numerics);
-  result.oracle = std::string(use_cublas ? kCudaOracle : kCpuOracle);
-  result.comparison = compare_to_reference(problem, reference, plain, output.data(),
-                                           settings_.numerics, output.lse());
-  // A kernel allowed to be nondeterministic is judged on every run: the figures are the worst's.
-  for (std::size_t index = 0; index < repeats.size() && !result.comparison.failed; ++index) {
-    Comparison again = compare_to_reference(problem, reference, plain, repeats[index].data(),
-                                            settings_.numerics, repeats[index].lse());
-    if (again.failed || again.error_ratio > result.comparison.error_ratio) {
-      if (again.failed) again.reason = "run " + std::to_string(index + 2) + ": " + again.reason;
-      result.comparison = std::move(again);
-    }
-  }
-  result.oracle_seconds = seconds_since(oracle_started);
+  result.oracle = evidence.oracle;
+  result.comparison = evidence.comparison;
 
   // Every fault found, the comparison's first: it names the element a kernel author looks at.
   std::vector<std::string> faults;
   if (result.comparison.failed) faults.push_back(result.comparison.reason);
-  if (call.changed_input) faults.push_back(*call.changed_input);
-  if (std::optional<std::string> stray = output.find_stray_write()) faults.push_back(*stray);
-  if (repeat_fault) faults.push_back(*repeat_fault);
+  if (evidence.first_call.changed_input) faults.push_back(*evidence.first_call.changed_input);
+  if (evidence.stray_write) faults.push_back(*evidence.stray_write);
+  if (evidence.repeat_fault) faults.push_back(*evidence.repeat_fault);
   if (!faults.empty()) return finish(CaseStatus::fail, join_names(faults, "; and "));
   if (result.comparison.inconclusive) {
     result.skip_cause = SkipCause::inconclusive;
@@ -267,7 +320,10 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   if (settings_.bench.enabled) {
     try {
       result.performance =
-          time_kernel(*choice.kernel, problem, inputs, settings_.plant, settings_.bench);
+          time_kernel(*choice.kernel, problem,
+                      generate_inputs(problem, attention_case.data, attention_case.seed,
+                                      attention_case.injection),
+                      settings_.plant, settings_.bench);
     } catch (const std::bad_alloc&) {
       throw;
     } catch (const std::exception& error) {

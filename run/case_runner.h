@@ -36,6 +36,9 @@ struct RunSettings {
   // with allow_nondeterminism each run is judged against the oracle on its own instead.
   int repeats = 2;
   bool allow_nondeterminism = false;
+  // A device kernel's case checked on the host (--host-verification): the inputs drawn there, the
+  // oracle and the comparison run there, as they did before the device path (run/device_case.h).
+  bool host_verification = false;
   // The kernel declares shape-independent arithmetic (--shape-independent-arithmetic), beside
   // what a built-in kernel declares itself (AttentionKernel::shape_independent_arithmetic).
   bool shape_independent_arithmetic = false;

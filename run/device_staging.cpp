@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "run/device_staging.h"
 
+#include <chrono>
 #include <span>
 #include <stdexcept>
 
+#include "core/clock.h"
 #include "kernels/cuda_device_probe.h"
 
 #if ATTNFUZZ_HAVE_CUDA
@@ -100,7 +102,9 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
                                 GuardedOutput& output) {
   std::string error;
   std::optional<std::string> changed_input;
+  double transfer_seconds = 0.0;
   try {
+    const auto staging_started = std::chrono::steady_clock::now();
     const DeviceArray<std::uint16_t> q = copy_to_device(inputs.q);
     const DeviceArray<std::uint16_t> k = copy_to_device(inputs.k);
     const DeviceArray<std::uint16_t> v = copy_to_device(inputs.v);
@@ -121,12 +125,15 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
     AttentionTensors tensors =
         index_arrays.bind({q.get(), k.get(), v.get(), o.get() + GuardedOutput::kGuardElements});
     if (lse) tensors.lse = lse->get() + GuardedOutput::kGuardElements;
+    transfer_seconds = seconds_since(staging_started);
     try {
       kernel.forward(problem, tensors, plant);
+      ATTNFUZZ_CUDA_CHECK(cudaDeviceSynchronize());  // the kernel's time is not the copies'
     } catch (const std::exception& kernel_error) {
       error = "kernel " + std::string(kernel.name()) + " failed: " + kernel_error.what();
     }
     if (error.empty()) {
+      const auto copy_back_started = std::chrono::steady_clock::now();
       ATTNFUZZ_CUDA_CHECK(cudaMemcpy(host_output.data(), o.get(),
                                      host_output.size() * sizeof(std::uint16_t),
                                      cudaMemcpyDeviceToHost));
@@ -137,13 +144,14 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
       }
       // The inputs as the kernel left them on the device, against the host's originals.
       changed_input = find_changed_device_input(problem, inputs, q, k, v, index_arrays);
+      transfer_seconds += seconds_since(copy_back_started);
     }
   } catch (const std::exception& staging_error) {
     error = "device staging for kernel " + std::string(kernel.name()) +
             " failed: " + staging_error.what();
   }
   if (!error.empty()) note_device_failure(error);
-  return {error, error.empty() ? changed_input : std::nullopt};
+  return {error, error.empty() ? changed_input : std::nullopt, transfer_seconds};
 }
 
 void note_device_failure(const std::string& error) {

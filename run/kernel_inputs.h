@@ -32,11 +32,13 @@ struct KernelInputs {
   AttentionTensors bind(std::uint16_t* output, float* lse) const;
 };
 
-// What one call of a kernel did besides its output: its error text (empty on success) and, when
-// it changed an input it was handed, the first change (find_changed_input).
+// What one call of a kernel did besides its output: its error text (empty on success), when it
+// changed an input it was handed, the first change (find_changed_input), and the time its copies
+// between host and device took.
 struct KernelCall {
   std::string error;
   std::optional<std::string> changed_input;
+  double transfer_seconds = 0.0;  // copying between host and device memory, for a device kernel
 };
 
 // One line naming the first input of `handed` that no longer equals the original (the tensors in

@@ -33,6 +33,7 @@ struct ReplayCommand {
   OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
   std::string accumulation = "fp32";                // --accumulation NAME, unless fp32
   bool allow_nondeterminism = false;                // --allow-nondeterminism
+  bool host_verification = false;                   // --host-verification
   bool shape_independent_arithmetic = false;        // --shape-independent-arithmetic
   bool bench = false;                               // --bench: a case that failed the gate
   std::string baseline;                             // --baseline FILE, with bench

@@ -90,7 +90,7 @@ CaseResult result_of_lost_worker(const CaseRunner& runner, const AttentionCase& 
       loss.kind == WorkerLossKind::out_of_memory ? CaseStatus::skip : CaseStatus::fail,
       loss.description);
   result.output_tail = loss.output_tail;
-  result.total_seconds = loss.seconds;
+  result.timing.total_seconds = loss.seconds;
   return result;
 }
 

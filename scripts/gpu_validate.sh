@@ -19,8 +19,10 @@
 #               readings in its report, checked present), then the performance gate
 #               (scripts/bench_gate.sh) on them: self-compares exit 0, slow_extra_pass plants
 #               exit 1 (--gate-repetitions times each)
-#   timing      the seed's 27-case matrix end to end, timed; bench_cuda_flash beside PyTorch's
-#               scaled_dot_product_attention (scripts/bench_sdpa.py), also on bench.json's shapes
+#   timing      the seed's 27-case matrix end to end, timed, the whole case on the device and, for
+#               comparison, checked on the host (--host-verification); pr.json end to end, timed;
+#               bench_cuda_flash beside PyTorch's scaled_dot_product_attention
+#               (scripts/bench_sdpa.py), also on bench.json's shapes
 #   slow        pr.json on cuda_naive
 #   suite       the whole test suite
 # Each step is stopped after --step-timeout seconds. Matrix runs use --workers worker processes
@@ -287,8 +289,14 @@ fi
 
 # ---- timing ----
 if wanted timing; then
-  step "seed27 matrix end to end (default backend: cuda_flash, cuBLAS oracle for large cases)" 0 \
+  step "seed27 matrix end to end (default backend: cuda_flash, the whole case on the device)" 0 \
     bash -c "time '$harness' --configs corpus/matrix/seed27.json --json '$build_dir/seed27.json'"
+  step "seed27 matrix end to end, checked on the host (--host-verification), for comparison" 0 \
+    bash -c "time '$harness' --configs corpus/matrix/seed27.json --host-verification \
+      --json '$build_dir/seed27-host.json'"
+  step "pr.json on cuda_flash, one worker, end to end" 0 \
+    bash -c "time '$harness' --configs corpus/matrix/pr.json --kernel cuda_flash \
+      --json '$build_dir/pr-timing.json'"
   step "bench_cuda_flash" 0 "$build_dir/bench_cuda_flash"
   step "PyTorch scaled_dot_product_attention, same shapes" any python3 scripts/bench_sdpa.py
   if [[ -f $build_dir/bench.json ]]; then

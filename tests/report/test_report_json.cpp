@@ -54,9 +54,9 @@ CaseResult passing_case() {
   result.comparison.elements = 1000;
   result.comparison.failing_elements = 0;
   result.comparison.worst_element = {1, 2, 3, 4, 0.5, 0.501, 0.004, ElementFault::none};
-  result.kernel_seconds = 0.125;
-  result.oracle_seconds = 0.5;
-  result.total_seconds = 0.75;
+  result.timing.kernel_seconds = 0.125;
+  result.timing.oracle_seconds = 0.5;
+  result.timing.total_seconds = 0.75;
   result.timestamp = "2025-01-02T03:04:05Z";
   return result;
 }

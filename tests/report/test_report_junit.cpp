@@ -25,7 +25,7 @@ CaseResult case_result(const std::string& id, CaseStatus status, const std::stri
   result.status = status;
   result.reason = reason;
   result.ran = status != CaseStatus::skip;
-  result.total_seconds = 0.25;
+  result.timing.total_seconds = 0.25;
   return result;
 }
 
@@ -150,7 +150,7 @@ TEST(ReportJunit, CrashedCaseCarriesTheWorkersLastOutputAndHowLongItRan) {
   crashed.ran = false;
   crashed.reason = "crashed: the worker was killed by signal 11 while running the case";
   crashed.output_tail = "kernel: launching tile 7\nkernel: <oops> & more";
-  crashed.total_seconds = 3.5;
+  crashed.timing.total_seconds = 3.5;
   XMLDocument document;
   parse(junit(report), document);
   const XMLElement* testcase = testcase_by_id(

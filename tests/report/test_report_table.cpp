@@ -22,7 +22,9 @@ CaseResult case_result(const std::string& id, CaseStatus status, const std::stri
   result.ran = status != CaseStatus::skip;
   result.comparison.error_ratio = status == CaseStatus::fail ? 12.5 : 0.0123456;
   result.comparison.max_abs_error = 0.000976;
-  result.total_seconds = 1.25;
+  result.timing.total_seconds = 1.25;
+  result.timing.kernel_seconds = 0.25;
+  result.timing.compare_seconds = 0.5;
   return result;
 }
 
@@ -93,12 +95,16 @@ TEST(ReportTable, SummaryCountsGroupsSkipReasonsAndEndsWithTheCiLine) {
 
   std::ostringstream out;
   write_table_summary(out, report);
-  EXPECT_EQ(out.str(),
-            "5 cases: 1 passed, 1 failed, 3 skipped (exit 1) in 3.46 s\n"
-            "skipped because:\n"
-            "  2 x no CUDA device\n"
-            "  1 x head_dim 96 unsupported\n"
-            "1 passed, 1 failed, 3 skipped\n");
+  EXPECT_EQ(
+      out.str(),
+      "5 cases: 1 passed, 1 failed, 3 skipped (exit 1) in 3.46 s\n"
+      "time by step (s, summed over the cases that ran): generate 0.000 kernel 0.500 "
+      "repeat 0.000 (transfer 0.000 of those) reference 0.000 plain 0.000 compare 1.000 total "
+      "2.500\n"
+      "skipped because:\n"
+      "  2 x no CUDA device\n"
+      "  1 x head_dim 96 unsupported\n"
+      "1 passed, 1 failed, 3 skipped\n");
 }
 
 TEST(ReportTable, SummaryWithoutSkipsHasNoSkipSection) {
@@ -110,9 +116,23 @@ TEST(ReportTable, SummaryWithoutSkipsHasNoSkipSection) {
 
   std::ostringstream out;
   write_table_summary(out, report);
-  EXPECT_EQ(out.str(),
-            "2 cases: 2 passed, 0 failed, 0 skipped (exit 0) in 0.50 s\n"
-            "2 passed, 0 failed, 0 skipped\n");
+  EXPECT_EQ(
+      out.str(),
+      "2 cases: 2 passed, 0 failed, 0 skipped (exit 0) in 0.50 s\n"
+      "time by step (s, summed over the cases that ran): generate 0.000 kernel 0.500 "
+      "repeat 0.000 (transfer 0.000 of those) reference 0.000 plain 0.000 compare 1.000 total "
+      "2.500\n"
+      "2 passed, 0 failed, 0 skipped\n");
+}
+
+TEST(ReportTable, SummaryHasNoTimeByStepWhenNoCaseRan) {
+  RunReport report;
+  report.results = {case_result("m/0", CaseStatus::skip, "no CUDA device")};
+  summarize(report);
+
+  std::ostringstream out;
+  write_table_summary(out, report);
+  EXPECT_EQ(out.str().find("time by step"), std::string::npos) << out.str();
 }
 
 }  // namespace

@@ -64,10 +64,11 @@ CaseResult failed_result() {
   comparison.bias.upward_steps = 0.125;
   comparison.bias.ratio = 2.0;
   comparison.bias.leans = true;
-  result.kernel_seconds = 0.01;
-  result.repeat_seconds = 0.011;
-  result.oracle_seconds = 0.02;
-  result.total_seconds = 0.04;
+  double seconds = 0.01;  // a different figure for each step
+  for (const CaseTimingStep& step : kCaseTimingSteps) {
+    result.timing.*step.member = seconds;
+    seconds += 0.001;
+  }
   result.timestamp = "2026-11-23T10:00:00Z";
   return result;
 }
@@ -84,7 +85,24 @@ TEST(CaseResultJson, AFailedResultComesBackWithEveryField) {
   EXPECT_TRUE(back.comparison.bias.leans);
   EXPECT_TRUE(back.comparison.failed);
   EXPECT_EQ(back.comparison.bias.rows, 1164);
-  EXPECT_EQ(back.repeat_seconds, 0.011);
+  for (const CaseTimingStep& step : kCaseTimingSteps) {
+    EXPECT_EQ(back.timing.*step.member, original.timing.*step.member) << step.name;
+  }
+}
+
+TEST(CaseResultJson, AReportWrittenBeforeTheStepsWereTimedReadsBackWithThemAtZero) {
+  const CaseResult original = failed_result();
+  json record = json::parse(case_to_json(original).dump());
+  for (const CaseTimingStep& step : kCaseTimingSteps) {
+    if (!step.always_reported) record.at("timing").erase(std::string(step.name));
+  }
+  const CaseResult back = case_result_from_json(record, original.attention_case);
+  EXPECT_EQ(back.timing.generate_seconds, 0.0);
+  EXPECT_EQ(back.timing.compare_seconds, 0.0);
+  EXPECT_EQ(back.timing.kernel_seconds, original.timing.kernel_seconds);
+  record.at("timing").erase("kernel_seconds");
+  EXPECT_THROW(case_result_from_json(record, original.attention_case), std::exception)
+      << "the steps every report has are required";
 }
 
 TEST(CaseResultJson, TheLogSumExpCheckIsWrittenOnlyForACaseThatReturnsItAndComesBack) {

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The comparison row by row (oracle/row_check.h): one row's verdicts, and the rows checked one at
+// a time and reduced by comparison_of_rows() giving exactly what compare_to_reference() gives,
+// which is what lets the GPU check the rows (oracle/device_comparison.h).
+#include "oracle/row_check.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "case/attention_case.h"
+#include "case/data_distribution.h"
+#include "oracle/plain_attention.h"
+#include "oracle/tensor_rows.h"
+#include "oracle/tolerance.h"
+#include "run/guarded_output.h"
+
+namespace attnfuzz {
+namespace {
+
+struct Fixture {
+  AttentionProblem problem;
+  AttentionInputs inputs;
+  ReferenceAttention reference;
+  std::vector<float> plain;
+  GuardedOutput output;
+
+  explicit Fixture(const AttentionCase& attention_case)
+      : problem(problem_of(attention_case)),
+        inputs(generate_inputs(problem, attention_case.data, attention_case.seed)),
+        reference(reference_attention(problem, tensors())),
+        plain(plain_attention(problem, tensors())),
+        output(problem) {}
+
+  AttentionTensors tensors() {
+    return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  }
+  // The reference rounded to the dtype, each element moved by up to `ulps` steps of the dtype.
+  void write_noisy_reference(int ulps, std::uint32_t seed) {
+    std::mt19937 random(seed);
+    std::uniform_int_distribution<int> step(-ulps, ulps);
+    for (std::int64_t b = 0; b < problem.batch; ++b)
+      for (std::int64_t h = 0; h < problem.heads; ++h)
+        for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+          std::uint16_t* row = output_row(problem, output.data(), b, i, h);
+          for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+            const double expected =
+                reference
+                    .output[((b * problem.heads + h) * problem.seq_len_q + i) * problem.head_dim +
+                            d];
+            row[d] = static_cast<std::uint16_t>(
+                float_to_dtype(static_cast<float>(expected), problem.dtype) + step(random));
+          }
+        }
+  }
+};
+
+AttentionCase gqa_case() {
+  AttentionCase attention_case;
+  attention_case.batch = 2;
+  attention_case.heads = 4;
+  attention_case.kv_heads = 2;
+  attention_case.seq_len_q = 29;
+  attention_case.seq_len_k = 41;
+  attention_case.head_dim = 24;
+  attention_case.layout = Layout::bhsd;
+  attention_case.row_padding = 3;
+  return attention_case;
+}
+
+// The rows of `fixture`'s output checked one at a time on the host, in (b, h, i) order.
+std::vector<RowCheck> rows_of(const Fixture& fixture) {
+  const AttentionProblem& problem = fixture.problem;
+  const ToleranceTerms terms(problem, {});
+  double max_abs = 0.0;
+  for (double value : fixture.reference.output) max_abs = std::max(max_abs, std::fabs(value));
+  const auto widen = [&](std::uint16_t bits) {
+    return static_cast<double>(dtype_to_float(bits, problem.dtype));
+  };
+  std::vector<RowCheck> rows;
+  const std::int64_t dim = problem.head_dim;
+  for (std::int64_t b = 0; b < problem.batch; ++b)
+    for (std::int64_t h = 0; h < problem.heads; ++h)
+      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
+        const std::int64_t row = (b * problem.heads + h) * problem.seq_len_q + i;
+        const std::int64_t kv = h / problem.group_size();
+        const RowArrays arrays{&fixture.reference.output[row * dim],
+                               &fixture.reference.magnitude[row * dim],
+                               &fixture.reference.value_abs_sum[(b * problem.kv_heads + kv) * dim],
+                               fixture.reference.inverse_row_sum[row],
+                               fixture.reference.score_scale[row],
+                               fixture.reference.bias_scale[row],
+                               output_row(problem, fixture.output.data(), b, i, h),
+                               &fixture.plain[row * dim],
+                               static_cast<std::uint64_t>(kv)};
+        rows.push_back(check_row(arrays, dim, terms, RoundingSteps(problem.dtype),
+                                 traits_of(problem.dtype).poison_bits,
+                                 terms.unit_roundoff * max_abs, widen));
+      }
+  return rows;
+}
+
+double max_abs_of(const LargeBuffer<double>& values) {
+  double max_abs = 0.0;
+  for (double value : values) max_abs = std::max(max_abs, std::fabs(value));
+  return max_abs;
+}
+
+void expect_same(const Comparison& a, const Comparison& b) {
+  EXPECT_EQ(a.passed, b.passed);
+  EXPECT_EQ(a.failed, b.failed);
+  EXPECT_EQ(a.reason, b.reason);
+  EXPECT_EQ(a.elements, b.elements);
+  EXPECT_EQ(a.failing_elements, b.failing_elements);
+  EXPECT_EQ(a.error_ratio, b.error_ratio);
+  EXPECT_EQ(a.bound_ratio, b.bound_ratio);
+  EXPECT_EQ(a.fa_rule_ratio, b.fa_rule_ratio);
+  EXPECT_EQ(a.bias.ratio, b.bias.ratio);
+  EXPECT_EQ(a.bias.rows, b.bias.rows);
+  EXPECT_EQ(a.worst_element.row, b.worst_element.row);
+  EXPECT_EQ(a.worst_element.dim, b.worst_element.dim);
+}
+
+TEST(RowCheck, RowsCheckedOneByOneAndReducedGiveCompareToReferencesVerdictExactly) {
+  Fixture fixture(gqa_case());
+  for (int ulps : {0, 1, 3, 200}) {
+    fixture.write_noisy_reference(ulps, 7u + static_cast<std::uint32_t>(ulps));
+    const Comparison whole = compare_to_reference(fixture.problem, fixture.reference, fixture.plain,
+                                                  fixture.output.data());
+    const Comparison by_rows =
+        comparison_of_rows(fixture.problem, rows_of(fixture), max_abs_of(fixture.reference.output));
+    SCOPED_TRACE("noise of " + std::to_string(ulps) + " ulps: " + whole.reason);
+    expect_same(whole, by_rows);
+    if (ulps <= 1) {
+      EXPECT_FALSE(whole.failed) << "an output within a rounding step passes";
+    } else if (ulps == 200) {
+      EXPECT_TRUE(whole.failed);
+    }
+  }
+}
+
+TEST(RowCheck, AnUnwrittenElementIsItsRowsFirstFailureAndItsWorst) {
+  Fixture fixture(gqa_case());
+  fixture.write_noisy_reference(0, 1);
+  const std::int64_t b = 1, h = 3, i = 5;
+  output_row(fixture.problem, fixture.output.data(), b, i, h)[7] =
+      traits_of(fixture.problem.dtype).poison_bits;
+  const std::vector<RowCheck> rows = rows_of(fixture);
+  const RowCheck& row = rows[(b * fixture.problem.heads + h) * fixture.problem.seq_len_q + i];
+  EXPECT_EQ(row.failing, 1);
+  EXPECT_EQ(row.first_failure.dim, 7);
+  EXPECT_EQ(row.first_failure.fault, ElementFault::unwritten);
+  EXPECT_EQ(row.worst.dim, 7);
+  EXPECT_TRUE(std::isinf(row.worst.ratio));
+  EXPECT_EQ(row.nonfinite, 1) << "the poison pattern is a NaN";
+  const Comparison comparison =
+      comparison_of_rows(fixture.problem, rows, max_abs_of(fixture.reference.output));
+  ASSERT_TRUE(comparison.first_failure.has_value());
+  EXPECT_EQ(comparison.first_failure->head, h);
+  EXPECT_EQ(comparison.first_failure->row, i);
+  EXPECT_NE(comparison.reason.find("was never written"), std::string::npos) << comparison.reason;
+}
+
+TEST(RowCheck, TheRowsMomentsGivePearsonsCorrelationOverTheWholeOutput) {
+  Fixture fixture(gqa_case());
+  fixture.write_noisy_reference(40, 3);
+  const Comparison comparison = compare_to_reference(fixture.problem, fixture.reference,
+                                                     fixture.plain, fixture.output.data());
+  // Two passes over every element, in compact order.
+  const AttentionProblem& problem = fixture.problem;
+  std::vector<double> expected, actual;
+  for (std::int64_t b = 0; b < problem.batch; ++b)
+    for (std::int64_t h = 0; h < problem.heads; ++h)
+      for (std::int64_t i = 0; i < problem.seq_len_q; ++i)
+        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+          expected.push_back(fixture.reference.output[expected.size()]);
+          actual.push_back(dtype_to_float(output_row(problem, fixture.output.data(), b, i, h)[d],
+                                          problem.dtype));
+        }
+  double mean_e = 0.0, mean_a = 0.0;
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    mean_e += expected[k];
+    mean_a += actual[k];
+  }
+  mean_e /= static_cast<double>(expected.size());
+  mean_a /= static_cast<double>(actual.size());
+  double covariance = 0.0, var_e = 0.0, var_a = 0.0;
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    covariance += (expected[k] - mean_e) * (actual[k] - mean_a);
+    var_e += (expected[k] - mean_e) * (expected[k] - mean_e);
+    var_a += (actual[k] - mean_a) * (actual[k] - mean_a);
+  }
+  const double pearson = covariance / std::sqrt(var_e * var_a);
+  EXPECT_LT(pearson, 1.0) << "the noise must show";
+  EXPECT_NEAR(comparison.correlation, pearson, 1e-12);
+}
+
+TEST(RowCheck, ComparisonOfRowsRefusesRowsThatDoNotMatchTheProblem) {
+  Fixture fixture(gqa_case());
+  fixture.write_noisy_reference(0, 1);
+  std::vector<RowCheck> rows = rows_of(fixture);
+  rows.pop_back();
+  EXPECT_THROW(comparison_of_rows(fixture.problem, rows, 1.0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attnfuzz
