@@ -20,7 +20,8 @@
 #               (scripts/bench_gate.sh) on them: self-compares exit 0, slow_extra_pass plants
 #               exit 1 (--gate-repetitions times each)
 #   timing      the seed's 27-case matrix end to end, timed, the whole case on the device and, for
-#               comparison, checked on the host (--host-verification); pr.json end to end, timed;
+#               comparison, checked on the host (--host-verification), and beside the seed's own
+#               check in PyTorch (scripts/seed_style_check.py); pr.json end to end, timed;
 #               bench_cuda_flash beside PyTorch's scaled_dot_product_attention
 #               (scripts/bench_sdpa.py), also on bench.json's shapes
 #   slow        pr.json on cuda_naive
@@ -294,6 +295,8 @@ if wanted timing; then
   step "seed27 matrix end to end, checked on the host (--host-verification), for comparison" 0 \
     bash -c "time '$harness' --configs corpus/matrix/seed27.json --host-verification \
       --json '$build_dir/seed27-host.json'"
+  step "the seed's own check (SDPA against fp32, one allclose per config) beside attnfuzz" any \
+    python3 scripts/seed_style_check.py --attnfuzz "$harness"
   step "pr.json on cuda_flash, one worker, end to end" 0 \
     bash -c "time '$harness' --configs corpus/matrix/pr.json --kernel cuda_flash \
       --json '$build_dir/pr-timing.json'"
