@@ -11,6 +11,7 @@
 #include "case/input_draws.h"
 #include "core/cuda_check.h"
 #include "core/device_array.h"
+#include "core/device_launch.cuh"
 
 namespace attnfuzz {
 
@@ -42,20 +43,8 @@ constexpr int kThreads = 256;
 // Enough blocks to fill any GPU several times over; the loops stride over the rest.
 constexpr std::int64_t kMaxBlocks = 8192;
 
-int blocks_for(std::int64_t work) {
-  return static_cast<int>(
-      std::clamp<std::int64_t>((work + kThreads - 1) / kThreads, 1, kMaxBlocks));
-}
-
-// Grid-stride loop: calls body(i) for every i in [0, count).
-#define ATTNFUZZ_FOR_EACH_THREAD(i, count)                                                \
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
-       i < (count); i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-
-__global__ void fill_with(std::uint16_t* buffer, std::int64_t size, std::uint16_t bits) {
-  ATTNFUZZ_FOR_EACH_THREAD(i, size) {
-    buffer[i] = bits;
-  }
+unsigned grid_for(std::int64_t work) {
+  return blocks_for(work, kThreads, kMaxBlocks);
 }
 
 // Every element of `shape`: drawn_value() of its logical index, rounded to the dtype.
@@ -113,7 +102,7 @@ std::uint16_t* poisoned_buffer(GrowingDeviceBuffer<std::uint16_t>& buffer, const
       span_elements(shape.strides, shape.batch, shape.seq_len, shape.heads, shape.head_dim) +
       input_guard_elements(shape.strides, shape.head_dim);
   std::uint16_t* data = buffer.reserve(static_cast<std::size_t>(size));
-  fill_with<<<blocks_for(size), kThreads>>>(data, size, traits_of(dtype).poison_bits);
+  fill_pattern<<<grid_for(size), kThreads>>>(data, size, traits_of(dtype).poison_bits);
   ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   return data;
 }
@@ -158,11 +147,11 @@ bool generate_inputs_on_device(const AttentionProblem& problem, DataDistribution
     const TensorShape shape = shape_of(problem, tensor);
     std::uint16_t* buffer = poisoned_buffer(arena.tensors[static_cast<int>(tensor)], shape, dtype);
     if (copies_another_tensor(distribution, tensor)) {
-      copy_dominant_keys<<<blocks_for(shape.elements()), kThreads>>>(
+      copy_dominant_keys<<<grid_for(shape.elements()), kThreads>>>(
           buffer, arena.tensors[static_cast<int>(TensorRole::key)].get(), shape,
           shape_of(problem, TensorRole::key), problem);
     } else {
-      draw_by_index<<<blocks_for(shape.elements()), kThreads>>>(
+      draw_by_index<<<grid_for(shape.elements()), kThreads>>>(
           buffer, shape, tensor_draws(problem, distribution, seed, tensor), dtype);
     }
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
@@ -174,7 +163,7 @@ bool generate_inputs_on_device(const AttentionProblem& problem, DataDistribution
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(elements, injected->data(),
                                    injected->size() * sizeof(InjectedElement),
                                    cudaMemcpyHostToDevice));
-    write_injected<<<blocks_for(count), kThreads>>>(
+    write_injected<<<grid_for(count), kThreads>>>(
         arena.tensors[static_cast<int>(injection.tensor)].get(), elements, count);
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }

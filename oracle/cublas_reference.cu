@@ -14,6 +14,7 @@
 
 #include "core/cuda_check.h"
 #include "core/device_array.h"
+#include "core/device_launch.cuh"
 #include "oracle/cublas_handle.h"
 #include "oracle/cublas_reference.h"
 #include "oracle/device_pairs.cuh"
@@ -172,10 +173,6 @@ __global__ void max_abs(const double* values, std::int64_t count, unsigned long 
   atomicMax(largest, local);
 }
 
-unsigned blocks_for(std::int64_t work, int threads) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, (work + threads - 1) / threads));
-}
-
 // Per (batch, kv head) pair, the doubles of each array: query, key, value with |value|, scores,
 // result with magnitude, and the inverse row sums.
 struct PairSizes {
@@ -217,9 +214,8 @@ class ChunkPipeline {
 
   void widen_chunk(const DeviceInputTensors& inputs, std::int64_t first, std::int64_t count) {
     const std::int64_t work = count * (sizes_.query + sizes_.key);
-    widen_pairs<<<static_cast<unsigned>(std::min<std::int64_t>(blocks_for(work, 256), 65535)),
-                  256>>>(geometry_, inputs.q, inputs.k, inputs.v, first, count, query_, key_,
-                         value_);
+    widen_pairs<<<blocks_for(work, 256, 65535), 256>>>(geometry_, inputs.q, inputs.k, inputs.v,
+                                                       first, count, query_, key_, value_);
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -330,8 +326,7 @@ void cublas_reference_on_device(const AttentionProblem& problem, const DeviceInp
   }
   unsigned long long* largest = reference.workspace.largest.reserve(1);
   ATTNFUZZ_CUDA_CHECK(cudaMemset(largest, 0, sizeof *largest));
-  max_abs<<<static_cast<unsigned>(std::min<std::int64_t>(blocks_for(rows * dim, 256), 1024)),
-            256>>>(out.output, rows * dim, largest);
+  max_abs<<<blocks_for(rows * dim, 256, 1024), 256>>>(out.output, rows * dim, largest);
   ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   unsigned long long bits = 0;
   ATTNFUZZ_CUDA_CHECK(cudaMemcpy(&bits, largest, sizeof bits, cudaMemcpyDeviceToHost));

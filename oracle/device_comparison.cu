@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/device_array.h"
+#include "core/device_launch.cuh"
 #include "oracle/device_comparison.h"
 #include "oracle/device_pairs.cuh"
 #include "oracle/row_check.h"
@@ -75,8 +76,7 @@ std::span<const RowCheck> check_rows_on_device(const AttentionProblem& problem,
   thread_local PinnedBuffer<RowCheck> host_checks;
   RowCheck* device_rows = device_checks.reserve(rows);
   RowCheck* host_rows = host_checks.reserve(rows);
-  const auto blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  check_rows<<<blocks, kRowsPerBlock>>>(
+  check_rows<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock>>>(
       geometry, reference, output, plain, terms, RoundingSteps(problem.dtype),
       traits_of(problem.dtype).poison_bits, terms.unit_roundoff * max_abs_expected,
       WidenOnDevice{problem.dtype == Dtype::fp16}, rows, device_rows);
@@ -100,16 +100,14 @@ Comparison compare_on_device(const AttentionProblem& problem, const ReferenceAtt
   const auto value_abs_sum =
       device_copy_of(reference.value_abs_sum.data(), reference.value_abs_sum.size());
   const auto plain_on_device = device_copy_of(plain.data(), plain.size());
-  double max_abs_expected = 0.0;
-  for (double value : reference.output)
-    max_abs_expected = std::max(max_abs_expected, std::fabs(value));
+  const double largest = max_abs_expected(reference.output);
   const DeviceReferenceView view{expected.get(),    magnitude.get(),  inverse.get(),
                                  score_scale.get(), bias_scale.get(), value_abs_sum.get()};
-  return comparison_of_rows(problem,
-                            check_rows_on_device(problem, view, output_on_device.get(),
-                                                 plain.empty() ? nullptr : plain_on_device.get(),
-                                                 max_abs_expected, numerics),
-                            max_abs_expected, numerics);
+  return comparison_of_rows(
+      problem,
+      check_rows_on_device(problem, view, output_on_device.get(),
+                           plain.empty() ? nullptr : plain_on_device.get(), largest, numerics),
+      largest, numerics);
 }
 
 }  // namespace attnfuzz

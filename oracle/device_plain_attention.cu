@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/device_launch.cuh"
 #include "core/problem_features.h"
 #include "oracle/cublas_handle.h"
 #include "oracle/device_pairs.cuh"
@@ -75,11 +76,6 @@ __global__ void round_output(std::int64_t elements, bool fp16, float* output) {
   if (index < elements) output[index] = round_to(output[index], fp16);
 }
 
-unsigned blocks_for(std::int64_t work, int threads) {
-  return static_cast<unsigned>(
-      std::clamp<std::int64_t>((work + threads - 1) / threads, 1, std::int64_t{1} << 30));
-}
-
 }  // namespace
 
 bool device_plain_attention_supports(const AttentionProblem& problem,
@@ -115,7 +111,7 @@ void device_plain_attention(const AttentionProblem& problem, const DeviceInputTe
   const float one = 1.0f, zero = 0.0f;
   for (std::int64_t first = 0; first < pairs; first += chunk) {
     const std::int64_t count = std::min(chunk, pairs - first);
-    widen_chunk<<<std::min(blocks_for(count * (group_rows + seq_k) * dim, 256), 65535u), 256>>>(
+    widen_chunk<<<blocks_for(count * (group_rows + seq_k) * dim, 256, 65535), 256>>>(
         geometry, inputs.q, inputs.k, inputs.v, static_cast<float>(problem.softmax_scale), first,
         count, query, key, value);
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());

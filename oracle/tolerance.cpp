@@ -96,13 +96,6 @@ std::string describe_element(const ElementReport& element) {
   return text.str();
 }
 
-// The largest |O| of the whole reference output.
-double max_abs_expected(const LargeBuffer<double>& expected) {
-  double max_abs = 0.0;
-  for (double value : expected) max_abs = std::max(max_abs, std::fabs(value));
-  return max_abs;
-}
-
 ElementReport element_report(std::int64_t b, std::int64_t h, std::int64_t i,
                              const RowElement& element) {
   return {b, h, i, element.dim, element.expected, element.actual, element.allowed, element.fault};
@@ -430,6 +423,12 @@ void conclude(const AttentionProblem& problem, const ToleranceTerms& terms,
 }
 
 }  // namespace
+
+double max_abs_expected(const LargeBuffer<double>& expected) {
+  double max_abs = 0.0;
+  for (double value : expected) max_abs = std::max(max_abs, std::fabs(value));
+  return max_abs;
+}
 
 Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,

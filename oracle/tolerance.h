@@ -100,6 +100,10 @@ Comparison compare_to_reference(const AttentionProblem& problem,
                                 const std::vector<float>& plain, const std::uint16_t* output,
                                 const DeclaredNumerics& numerics = {}, const float* lse = nullptr);
 
+// The largest |O| of a reference's output (NaN left out, as std::max leaves it): what sets the
+// relative errors' floor and FlashAttention's rule's atol.
+double max_abs_expected(const LargeBuffer<double>& expected);
+
 // The comparison of a kernel's output whose rows were checked elsewhere (on the GPU,
 // oracle/device_comparison.h): `rows` holds check_row()'s result for every query row in (b, h, i)
 // order, `max_abs_expected` is the largest |O| of the reference (it sets the relative errors'

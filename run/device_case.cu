@@ -12,6 +12,7 @@
 #include "case/device_inputs.h"
 #include "core/clock.h"
 #include "core/device_array.h"
+#include "core/device_launch.cuh"
 #include "oracle/cublas_reference.h"
 #include "oracle/device_comparison.h"
 #include "oracle/device_plain_attention.h"
@@ -25,15 +26,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::int64_t kNone = -1;
 
-unsigned blocks_for(std::int64_t work) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>((work + kThreads - 1) / kThreads, 1, 4096));
-}
+// Enough blocks to fill any GPU several times over; the loops stride over the rest.
+constexpr std::int64_t kMaxBlocks = 4096;
 
-__global__ void fill(std::uint16_t* buffer, std::int64_t count, std::uint16_t pattern) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    buffer[i] = pattern;
-  }
+unsigned grid_for(std::int64_t work) {
+  return blocks_for(work, kThreads, kMaxBlocks);
 }
 
 // The first index where a and b differ (b null: where a is not `pattern`), by atomicMin.
@@ -86,7 +83,7 @@ std::int64_t find_first_difference(Workspace& work, const std::uint16_t* a, cons
                                    std::uint16_t pattern, std::int64_t count) {
   unsigned long long* first = work.first.reserve(1);
   ATTNFUZZ_CUDA_CHECK(cudaMemset(first, 0xFF, sizeof *first));
-  if (count > 0) first_difference<<<blocks_for(count), kThreads>>>(a, b, pattern, count, first);
+  if (count > 0) first_difference<<<grid_for(count), kThreads>>>(a, b, pattern, count, first);
   ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   unsigned long long index = 0;
   ATTNFUZZ_CUDA_CHECK(cudaMemcpy(&index, first, sizeof index, cudaMemcpyDeviceToHost));
@@ -175,7 +172,7 @@ RunFindings run_once(Workspace& work, const AttentionKernel& kernel,
                                    pristine.size[t] * sizeof(std::uint16_t),
                                    cudaMemcpyDeviceToDevice));
   }
-  fill<<<blocks_for(layout.total), kThreads>>>(output, layout.total, poison);
+  fill_pattern<<<grid_for(layout.total), kThreads>>>(output, layout.total, poison);
   ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
   try {
     kernel.forward(
@@ -206,7 +203,7 @@ RunFindings run_once(Workspace& work, const AttentionKernel& kernel,
   std::uint16_t* scratch = work.scratch.reserve(layout.checked);
   ATTNFUZZ_CUDA_CHECK(cudaMemcpy(scratch, output, layout.checked * sizeof(std::uint16_t),
                                  cudaMemcpyDeviceToDevice));
-  blank_elements<<<blocks_for(problem.batch * problem.seq_len_q * problem.heads * problem.head_dim),
+  blank_elements<<<grid_for(problem.batch * problem.seq_len_q * problem.heads * problem.head_dim),
                    kThreads>>>(scratch + GuardedOutput::kGuardElements, problem.batch,
                                problem.seq_len_q, problem.heads, problem.head_dim,
                                problem.o_strides, poison);

@@ -16,27 +16,14 @@
 #include "oracle/tensor_rows.h"
 #include "oracle/tolerance.h"
 #include "run/guarded_output.h"
+#include "support/reference_fixture.h"
 
 namespace attnfuzz {
 namespace {
 
-struct Fixture {
-  AttentionProblem problem;
-  AttentionInputs inputs;
-  ReferenceAttention reference;
-  std::vector<float> plain;
-  GuardedOutput output;
+struct Fixture : ReferenceFixture {
+  using ReferenceFixture::ReferenceFixture;
 
-  explicit Fixture(const AttentionCase& attention_case)
-      : problem(problem_of(attention_case)),
-        inputs(generate_inputs(problem, attention_case.data, attention_case.seed)),
-        reference(reference_attention(problem, tensors())),
-        plain(plain_attention(problem, tensors())),
-        output(problem) {}
-
-  AttentionTensors tensors() {
-    return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
-  }
   // The reference rounded to the dtype, each element moved by up to `ulps` steps of the dtype.
   void write_noisy_reference(int ulps, std::uint32_t seed) {
     std::mt19937 random(seed);

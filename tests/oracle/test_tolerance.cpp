@@ -10,28 +10,15 @@
 #include "case/data_distribution.h"
 #include "oracle/plain_attention.h"
 #include "run/guarded_output.h"
+#include "support/reference_fixture.h"
 
 namespace attnfuzz {
 namespace {
 
 // One case's inputs, reference and plain reference, with an output buffer to fill by hand.
-struct Fixture {
-  AttentionProblem problem;
-  AttentionInputs inputs;
-  ReferenceAttention reference;
-  std::vector<float> plain;
-  GuardedOutput output;
+struct Fixture : ReferenceFixture {
+  using ReferenceFixture::ReferenceFixture;
 
-  explicit Fixture(AttentionCase attention_case)
-      : problem(problem_of(attention_case)),
-        inputs(generate_inputs(problem, attention_case.data, attention_case.seed)),
-        reference(reference_attention(problem, tensors())),
-        plain(plain_attention(problem, tensors())),
-        output(problem) {}
-
-  AttentionTensors tensors() {
-    return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
-  }
   std::uint16_t& element(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t d) {
     return output.data()[b * problem.o_strides.batch + i * problem.o_strides.seq +
                          h * problem.o_strides.head + d];
