@@ -74,6 +74,9 @@ CaseRunSettings case_run_settings(const HarnessOptions& options, int argc, char*
                        std::to_string(kMaxMemoryLimitMebibytes) + " MiB, got " +
                        std::to_string(options.memory_limit));
   }
+  if (!options.known_failures.empty()) {
+    settings.known_failures = KnownFailures::load(options.known_failures);
+  }
   WorkerPoolSettings& workers = settings.workers;
   workers.devices = parse_devices(options.devices);
   workers.case_timeout_seconds = options.case_timeout;

@@ -104,6 +104,7 @@ std::string replay_command(const HarnessOptions& options, const RunSettings& set
   command.case_id = id;
   command.kernel = result.kernel_name;
   command.plant = result.plant;
+  command.known_failures = options.known_failures;
   command.bench = options.bench;
   command.baseline = options.baseline;
   return replay_command_line(command);

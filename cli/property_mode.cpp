@@ -119,6 +119,11 @@ void refuse_report_flags_with_properties(const HarnessOptions& options) {
   std::vector<std::string> given = report_flags_given(options);
   if (!options.stream.empty()) given.emplace_back("--stream");
   if (!options.resume.empty()) given.emplace_back("--resume");
+  if (!options.known_failures.empty()) {
+    throw HarnessError(
+        "--known-failures judges the cases of a matrix or --replay run; a property search "
+        "draws new cases each run (replay its saved minimal cases with --replay DIR instead)");
+  }
   if (!given.empty()) {
     throw HarnessError(given.front() +
                        " reports a matrix run; --properties writes no report (it prints each "

@@ -104,6 +104,9 @@ namespace attnfuzz {
     "Run one worker per listed GPU (e.g. 0,1), sharing the cases; default: one worker")            \
   X(FLAG, bool, in_process, "--in-process", false,                                                 \
     "Run cases in this process, not in worker processes: no containment (for debuggers)")          \
+  X(OPTION, std::string, known_failures, "--known-failures", "",                                   \
+    "Failures you cannot fix (upstream bugs), JSON: a listed case that fails so is 'known' and "   \
+    "passes the run; one that passes fails it (docs/usage.md)")                                    \
   X(FLAG, bool, fail_on_skip, "--fail-on-skip", false,                                             \
     "Exit 1 when a case could not run here (no GPU, kernel not built, out of memory)")             \
   X(HIDDEN_FLAG, bool, worker, "--worker", false, "Serve cases to a supervising fuzz_attention")   \

@@ -164,11 +164,12 @@ double ratio_of(const CaseResult& result) {
   return result.ran ? result.comparison.error_ratio : std::nan("");
 }
 
-// Whether `a` is worse than `b`: a failure over a pass over a skip; among failures a missing or
-// non-finite figure first, then the larger error_ratio.
+// Whether `a` is worse than `b`: a failure over a pass over a known failure over a skip; among
+// failures a missing or non-finite figure first, then the larger error_ratio.
 bool is_worse(const CaseResult& a, const CaseResult& b) {
   const auto rank = [](CaseStatus status) {
-    return status == CaseStatus::fail ? 2 : status == CaseStatus::pass ? 1 : 0;
+    constexpr int ranks[] = {2, 3, 0, 1};  // in CaseStatus's order: pass, fail, skip, known
+    return ranks[static_cast<int>(status)];
   };
   if (rank(a.status) != rank(b.status)) return rank(a.status) > rank(b.status);
   const double ratio_a = ratio_of(a);
@@ -450,6 +451,8 @@ void write_cell(std::ostream& out, const GridCell& cell, const std::string& posi
     out << "<rect width=\"" << kCellWidth << "\" height=\"" << kCellHeight
         << "\" fill=\"url(#skip-hatch)\"/>";
     label = "skip";
+  } else if (worst.status == CaseStatus::known) {
+    label = "known";
   } else if (worst.status == CaseStatus::fail) {
     label = "✕ " + (worst.ran ? short_figure(ratio) : std::string("error"));
   } else {
@@ -670,6 +673,25 @@ void write_failures(std::ostream& out, const RunReport& report, const ReplayOf& 
   out << "</tbody></table></section>\n";
 }
 
+// The cases --known-failures lists that failed as listed, only when there are some.
+void write_known_failures(std::ostream& out, const RunReport& report) {
+  if (report.summary.known == 0) return;
+  out << "<section id=\"known\"><h2>Known failures (" << report.summary.known
+      << ", --known-failures)</h2>\n<table class=\"known\"><thead><tr><th>case</th>"
+         "<th>kernel</th><th>shape</th><th>known because</th><th>issue</th><th>it fails</th>"
+         "</tr></thead><tbody>\n";
+  for (const CaseResult& result : report.results) {
+    if (!result.known_failure) continue;
+    out << "<tr><td class=\"case-id\">" << escape(result.attention_case.id)
+        << "</td><td class=\"kernel\">" << escape(result.kernel_name) << "</td><td class=\"shape\">"
+        << escape(describe_case(result.attention_case)) << "</td><td class=\"reason\">"
+        << escape(result.known_failure->reason) << "</td><td>"
+        << escape(result.known_failure->issue) << "</td><td class=\"reason\">"
+        << escape(result.reason) << "</td></tr>\n";
+  }
+  out << "</tbody></table></section>\n";
+}
+
 void write_skips(std::ostream& out, const RunReport& report) {
   const std::vector<std::pair<std::string, int>> reasons = skip_reasons_by_count(report);
   out << "<section id=\"skips\"><h2>Skipped, by reason (" << report.summary.skipped << ")</h2>\n";
@@ -770,8 +792,9 @@ std::string run_to_html(const RunReport& report, const ReplayOf& replay_of) {
   out << "<h1>attnfuzz report: " << escape(summary.matrix_name) << "</h1>\n";
   out << "<div class=\"verdict verdict-" << verdict << "\" id=\"verdict\"><span class=\"word\">"
       << verdict_word << "</span>" << summary.passed << " passed, " << summary.failed << " failed, "
-      << summary.skipped << " skipped of " << summary.total << " · exit code " << summary.exit_code
-      << "</div>\n";
+      << summary.skipped << " skipped"
+      << (summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string())
+      << " of " << summary.total << " · exit code " << summary.exit_code << "</div>\n";
   out << "<p class=\"note\">matrix <code>" << escape(summary.matrix_source) << "</code> · "
       << fixed_decimals(summary.wall_seconds, 1) << " s wall · started "
       << escape(summary.started_at) << " · backend " << escape(report.environment.backend)
@@ -784,6 +807,7 @@ std::string run_to_html(const RunReport& report, const ReplayOf& replay_of) {
   out << "</p>\n";
   write_heatmap(out, report);
   write_failures(out, report, replay_of);
+  write_known_failures(out, report);
   write_skips(out, report);
   write_environment(out, report);
   out << "</body>\n</html>\n";

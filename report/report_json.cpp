@@ -64,6 +64,7 @@ json run_to_json(const RunReport& report) {
            {"passed", summary.passed},
            {"failed", summary.failed},
            {"skipped", summary.skipped},
+           {"known", summary.known},
            {"exit_code", summary.exit_code},
            {"wall_seconds", number_or_null(summary.wall_seconds)},
            {"started_at", summary.started_at},

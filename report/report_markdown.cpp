@@ -107,8 +107,9 @@ std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of) 
   std::ostringstream out;
   const char* verdict = summary.failed > 0 ? "FAIL" : summary.passed > 0 ? "PASS" : "SKIP";
   out << "## attnfuzz " << cell(summary.matrix_name) << ": " << verdict << " — " << summary.passed
-      << " passed, " << summary.failed << " failed, " << summary.skipped << " skipped (exit "
-      << summary.exit_code << ")\n\n";
+      << " passed, " << summary.failed << " failed, " << summary.skipped << " skipped"
+      << (summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string())
+      << " (exit " << summary.exit_code << ")\n\n";
   out << "Matrix " << code(summary.matrix_source) << ", backend "
       << code(report.environment.backend) << ", " << significant_digits(summary.wall_seconds, 3)
       << " s, build " << code(report.environment.git_commit)
@@ -128,6 +129,22 @@ std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of) 
           << " | " << cell(result.reason) << " | " << code(replay_of(result)) << " |\n";
     }
     write_more_rows(out, rows - kMaxFailureRows, "failures", 7);
+  }
+
+  if (summary.known > 0) {
+    out << "\n### Known failures (--known-failures)\n\n"
+        << "| case | kernel | shape | known because | issue | it fails |\n"
+        << "|---|---|---|---|---|---|\n";
+    int rows = 0;
+    for (const CaseResult& result : report.results) {
+      if (!result.known_failure) continue;
+      if (++rows > kMaxFailureRows) continue;
+      out << "| " << code(result.attention_case.id) << " | " << cell(result.kernel_name) << " | "
+          << cell(describe_case(result.attention_case)) << " | "
+          << cell(result.known_failure->reason) << " | " << cell(result.known_failure->issue)
+          << " | " << cell(result.reason) << " |\n";
+    }
+    write_more_rows(out, rows - kMaxFailureRows, "known failures", 6);
   }
 
   if (report.bench) write_bench_markdown(out, report);

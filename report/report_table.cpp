@@ -19,7 +19,7 @@ namespace attnfuzz {
 namespace {
 
 // Column widths. A value wider than its column pushes the rest of its row right, never truncates.
-constexpr int kStatusWidth = 4;
+constexpr int kStatusWidth = 4;  // "KNOWN" pushes its row one column right
 constexpr int kCaseIdWidth = 24;
 constexpr int kKernelWidth = 18;
 constexpr int kShapeWidth = 64;
@@ -51,6 +51,8 @@ std::string status_label(CaseStatus status) {
       return "FAIL";
     case CaseStatus::skip:
       return "SKIP";
+    case CaseStatus::known:
+      return "KNOWN";
   }
   return "?";
 }
@@ -133,10 +135,21 @@ void write_time_by_step(std::ostream& out, const RunReport& report) {
   out << '\n';
 }
 
+// ", 2 known" when some cases failed as --known-failures lists them; nothing otherwise.
+std::string known_count(const RunSummary& summary) {
+  return summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string();
+}
+
 }  // namespace
 
 void write_table_header(std::ostream& out) {
   write_cells(out, "", "case", "kernel", "shape", "err_ratio", "max_abs", "time_s");
+}
+
+std::string known_failure_text(const CaseResult& result) {
+  if (!result.known_failure) return result.reason;
+  return "known failure: " + result.known_failure->reason + " (" + result.known_failure->issue +
+         "; " + result.known_failure->entry + "); it fails: " + result.reason;
 }
 
 void write_table_row(std::ostream& out, const CaseResult& result) {
@@ -151,6 +164,11 @@ void write_table_row(std::ostream& out, const CaseResult& result) {
   if (result.status != CaseStatus::pass) {
     out << "    reason: " << (result.reason.empty() ? "(none given)" : printable(result.reason))
         << '\n';
+  }
+  if (result.known_failure) {
+    out << "    known failure: " << printable(result.known_failure->reason) << " ("
+        << printable(result.known_failure->issue) << "; " << printable(result.known_failure->entry)
+        << ")\n";
   }
   if (!result.output_tail.empty()) {
     out << "    its last output:\n";
@@ -181,8 +199,8 @@ void write_performance_table(std::ostream& out, const RunReport& report, bool on
 void write_table_summary(std::ostream& out, const RunReport& report) {
   const RunSummary& summary = report.summary;
   out << summary.total << " cases: " << summary.passed << " passed, " << summary.failed
-      << " failed, " << summary.skipped << " skipped (exit " << summary.exit_code << ") in "
-      << fixed_decimals(summary.wall_seconds, 2) << " s\n";
+      << " failed, " << summary.skipped << " skipped" << known_count(summary) << " (exit "
+      << summary.exit_code << ") in " << fixed_decimals(summary.wall_seconds, 2) << " s\n";
   write_time_by_step(out, report);
 
   const std::vector<std::pair<std::string, int>> skip_reasons = skip_reasons_by_count(report);
@@ -195,7 +213,7 @@ void write_table_summary(std::ostream& out, const RunReport& report) {
   if (report.bench) write_bench_summary(out, *report.bench);
 
   out << summary.passed << " passed, " << summary.failed << " failed, " << summary.skipped
-      << " skipped\n";
+      << " skipped" << known_count(summary) << "\n";
 }
 
 }  // namespace attnfuzz

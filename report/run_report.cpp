@@ -10,7 +10,7 @@ namespace attnfuzz {
 void summarize(RunReport& report) {
   RunSummary& summary = report.summary;
   summary.total = static_cast<int>(report.results.size());
-  summary.passed = summary.failed = summary.skipped = 0;
+  summary.passed = summary.failed = summary.skipped = summary.known = 0;
   for (const CaseResult& result : report.results) {
     switch (result.status) {
       case CaseStatus::pass:
@@ -21,6 +21,9 @@ void summarize(RunReport& report) {
         break;
       case CaseStatus::skip:
         ++summary.skipped;
+        break;
+      case CaseStatus::known:
+        ++summary.known;
         break;
     }
   }

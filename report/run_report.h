@@ -34,6 +34,7 @@ struct RunSummary {
   int passed = 0;
   int failed = 0;
   int skipped = 0;
+  int known = 0;  // failed as a --known-failures entry says: counted neither way
   int exit_code = 0;
   double wall_seconds = 0.0;
   std::string started_at;  // UTC, ISO 8601
@@ -46,7 +47,8 @@ struct RunReport {
   std::optional<BenchReport> bench;  // a --bench run's measurement settings, machine and baseline
 };
 
-// Tallies results into summary counts and the exit code (0 pass, 1 fail, 2 nothing ran).
+// Tallies results into summary counts and the exit code (0 pass, 1 fail, 2 nothing passed). Known
+// failures count neither way: a run of only those and skips passed nothing.
 void summarize(RunReport& report);
 
 // The reasons cases were skipped and how many each, most common first (ties keep the order in

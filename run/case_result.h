@@ -14,9 +14,13 @@
 
 namespace attnfuzz {
 
-enum class CaseStatus { pass, fail, skip };
+// known: the case failed as a --known-failures entry says it does (run/known_failures.h); it
+// neither passes nor fails the run.
+enum class CaseStatus { pass, fail, skip, known };
+inline constexpr CaseStatus kCaseStatuses[] = {CaseStatus::pass, CaseStatus::fail, CaseStatus::skip,
+                                               CaseStatus::known};
 inline std::string_view case_status_name(CaseStatus status) {
-  constexpr std::string_view names[] = {"pass", "fail", "skip"};
+  constexpr std::string_view names[] = {"pass", "fail", "skip", "known"};
   return names[static_cast<int>(status)];
 }
 
@@ -30,12 +34,20 @@ inline std::string_view skip_cause_name(SkipCause cause) {
   return names[static_cast<int>(cause)];
 }
 
+// The --known-failures entry a known case matched: why it fails and where that is tracked.
+struct KnownFailureNote {
+  std::string reason;
+  std::string issue;  // a link to the upstream issue
+  std::string entry;  // the file and the entry's JSON pointer: "known.json#/known_failures/2"
+  bool operator==(const KnownFailureNote&) const = default;
+};
+
 struct CaseResult {
   AttentionCase attention_case;
   std::string kernel_name;     // the kernel that ran (or would have run)
   std::string plant = "none";  // planted bug switched on, if any
   CaseStatus status = CaseStatus::skip;
-  std::string reason;                             // why it failed or was skipped; empty on pass
+  std::string reason;  // why it failed (known too) or was skipped; empty on pass
   SkipCause skip_cause = SkipCause::unavailable;  // meaningful when skipped
   std::string output_tail;  // a crashed or hung worker's last output; else empty
   std::string oracle;       // which reference was used, e.g. "cpu_float64"
@@ -45,6 +57,7 @@ struct CaseResult {
   std::string timestamp;  // UTC, ISO 8601, when the case finished
   // --bench: how fast the kernel ran the case, once it passed; absent otherwise.
   std::optional<KernelPerformance> performance;
+  std::optional<KnownFailureNote> known_failure;  // present exactly when status is known
 };
 
 }  // namespace attnfuzz

@@ -285,6 +285,11 @@ json case_to_json(const CaseResult& result) {
     record["skip_cause"] = std::string(skip_cause_name(result.skip_cause));
   }
   if (!result.output_tail.empty()) record["output_tail"] = result.output_tail;
+  if (result.known_failure) {
+    record["known_failure"] = {{"reason", result.known_failure->reason},
+                               {"issue", result.known_failure->issue},
+                               {"entry", result.known_failure->entry}};
+  }
   if (result.performance) record["performance"] = performance_to_json(*result.performance);
   return record;
 }
@@ -304,7 +309,7 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
   result.plant = text_at(record, "", "plant");
   const std::string status = text_at(record, "", "status");
   bool known_status = false;
-  for (CaseStatus each : {CaseStatus::pass, CaseStatus::fail, CaseStatus::skip}) {
+  for (CaseStatus each : kCaseStatuses) {
     if (case_status_name(each) == status) {
       result.status = each;
       known_status = true;
@@ -320,6 +325,12 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
     }
   }
   if (record.contains("output_tail")) result.output_tail = text_at(record, "", "output_tail");
+  if (result.status == CaseStatus::known) {
+    const json& note = member(record, "", "known_failure");
+    result.known_failure = KnownFailureNote{text_at(note, "/known_failure", "reason"),
+                                            text_at(note, "/known_failure", "issue"),
+                                            text_at(note, "/known_failure", "entry")};
+  }
   result.oracle = text_at(record, "", "oracle");
   if (!member(record, "", "correctness").is_null()) {
     result.ran = true;

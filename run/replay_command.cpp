@@ -47,6 +47,7 @@ std::string replay_command_line(const ReplayCommand& command) {
   if (command.allow_nondeterminism) line += " --allow-nondeterminism";
   if (command.host_verification) line += " --host-verification";
   if (command.shape_independent_arithmetic) line += " --shape-independent-arithmetic";
+  if (!command.known_failures.empty()) add("--known-failures", command.known_failures);
   if (command.bench) line += " --bench";
   if (command.bench && !command.baseline.empty()) add("--baseline", command.baseline);
   return line;

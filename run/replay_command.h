@@ -19,7 +19,8 @@ namespace attnfuzz {
 //                  --kernel-py F:FN [--python P] [--py-framework F]]
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
 //                  [--accumulation A] [--allow-nondeterminism]
-//                  [--shape-independent-arithmetic] [--bench [--baseline F]]
+//                  [--shape-independent-arithmetic] [--known-failures F]
+//                  [--bench [--baseline F]]
 struct ReplayCommand {
   std::string property;    // the property search: --properties --property NAME
   std::string replay;      // a case file (or folder) holding the case: --replay FILE
@@ -35,8 +36,9 @@ struct ReplayCommand {
   bool allow_nondeterminism = false;                // --allow-nondeterminism
   bool host_verification = false;                   // --host-verification
   bool shape_independent_arithmetic = false;        // --shape-independent-arithmetic
-  bool bench = false;                               // --bench: a case that failed the gate
-  std::string baseline;                             // --baseline FILE, with bench
+  std::string known_failures;  // --known-failures FILE: a listed case that passed fails by it
+  bool bench = false;          // --bench: a case that failed the gate
+  std::string baseline;        // --baseline FILE, with bench
 };
 
 // The parts of a replay that come from the run's settings: kernel (as the settings name it),

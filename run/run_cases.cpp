@@ -111,7 +111,9 @@ CaseRunOutcome run_cases(const CaseRunner& runner, const std::vector<AttentionCa
   }
 
   // Streamed first: whatever happens next (a full disk for the report, a kill), it is on disk.
+  // A resumed result was judged by the known failures when it was streamed.
   auto keep = [&](std::size_t index, CaseResult result) {
+    settings.known_failures.judge(result);
     if (stream) stream->append(result);
     on_new_result(result);
     const bool go_on = !(settings.fail_fast && result.status == CaseStatus::fail);

@@ -11,6 +11,7 @@
 #include "case/attention_case.h"
 #include "run/case_result.h"
 #include "run/case_runner.h"
+#include "run/known_failures.h"
 #include "run/worker_pool.h"
 
 namespace attnfuzz {
@@ -21,6 +22,7 @@ struct CaseRunSettings {
   std::filesystem::path stream;  // JSON Lines of results, appended; empty: none
   std::filesystem::path resume;  // a stream of an earlier run of these cases; empty: none
   bool fail_fast = false;        // stop after the first failing case
+  KnownFailures known_failures;  // --known-failures: judges each new result before it is kept
 };
 
 struct CaseRunOutcome {

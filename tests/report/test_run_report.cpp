@@ -15,6 +15,7 @@ namespace {
 constexpr CaseStatus pass = CaseStatus::pass;
 constexpr CaseStatus fail = CaseStatus::fail;
 constexpr CaseStatus skip = CaseStatus::skip;
+constexpr CaseStatus known = CaseStatus::known;
 
 RunReport run_with(const std::vector<CaseStatus>& statuses) {
   RunReport report;
@@ -33,6 +34,7 @@ struct SummaryRow {
   std::vector<CaseStatus> statuses;
   int total, passed, failed, skipped;
   int exit_code;
+  int known = 0;
 };
 
 void PrintTo(const SummaryRow& row, std::ostream* out) {
@@ -47,6 +49,10 @@ const std::vector<SummaryRow> kSummaries = {
     {"FailuresAmongOnlySkipsExitOne", {skip, fail}, 2, 0, 1, 1, kExitFail},
     {"AllSkippedExitsTwo", {skip, skip}, 2, 0, 0, 2, kExitSkip},
     {"EmptyRunExitsTwo", {}, 0, 0, 0, 0, kExitSkip},
+    // Known failures (--known-failures) count neither way.
+    {"PassesBesideKnownFailuresExitZero", {known, pass, known}, 3, 1, 0, 0, kExitPass, 2},
+    {"AFailureBesideKnownFailuresExitsOne", {known, fail, pass}, 3, 1, 1, 0, kExitFail, 1},
+    {"OnlyKnownFailuresPassNothingAndExitTwo", {known, skip}, 2, 0, 0, 1, kExitSkip, 1},
 };
 
 class Summary : public ::testing::TestWithParam<SummaryRow> {};
@@ -58,6 +64,7 @@ TEST_P(Summary, CountsEachStatusAndPicksTheExitCode) {
   EXPECT_EQ(summary.passed, row.passed);
   EXPECT_EQ(summary.failed, row.failed);
   EXPECT_EQ(summary.skipped, row.skipped);
+  EXPECT_EQ(summary.known, row.known);
   EXPECT_EQ(summary.exit_code, row.exit_code);
 }
 

@@ -160,6 +160,23 @@ TEST(CaseResultJson, ASkipKeepsItsCauseAndACrashItsLastOutput) {
             "a line\nthe last line");
 }
 
+TEST(CaseResultJson, AKnownFailureComesBackWithItsEntryAndAnyOtherStatusHasNone) {
+  CaseResult known = failed_result();
+  known.status = CaseStatus::known;
+  known.known_failure = KnownFailureNote{"upstream NaN", "https://x/1", "k.json#/known_failures/0"};
+  const json record = case_to_json(known);
+  const CaseResult back = case_result_from_json(record, gqa_case());
+  EXPECT_EQ(back.status, CaseStatus::known);
+  EXPECT_EQ(back.known_failure, known.known_failure);
+  EXPECT_EQ(back.reason, known.reason);
+  EXPECT_FALSE(case_to_json(failed_result()).contains("known_failure"));
+
+  json without_entry = record;
+  without_entry.erase("known_failure");
+  EXPECT_THAT([&] { case_result_from_json(without_entry, gqa_case()); },
+              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("/known_failure")));
+}
+
 TEST(CaseResultJson, NonFiniteFiguresAreNullAndComeBackAsNaN) {
   CaseResult result = failed_result();
   result.comparison.max_abs_error = std::numeric_limits<double>::infinity();
