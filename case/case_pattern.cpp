@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "case/case_pattern.h"
 
+#include <algorithm>
+#include <array>
+#include <iterator>
 #include <string_view>
 
 #include "core/text.h"
@@ -10,34 +13,37 @@ namespace {
 
 using Condition = std::function<bool(const AttentionCase&)>;
 
+// The condition each field must meet, by field: a key sets its field's (a shorthand both of its
+// fields'), later keys of the table's order over earlier ones, as the matrix reader applies them
+// (seq_len, then seq_len_k: a longer key length).
+using FieldConditions = std::array<Condition, kCaseFieldCount>;
+
 template <CaseField field>
-Condition field_equals(const nlohmann::json& value) {
+void set_field(FieldConditions& conditions, const nlohmann::json& value) {
   using Traits = CaseFieldTraits<field>;
-  return [wanted = Traits::Codec::read(value)](const AttentionCase& attention_case) {
-    return attention_case.*Traits::member == wanted;
-  };
+  conditions[static_cast<std::size_t>(field)] =
+      [wanted = Traits::Codec::read(value)](const AttentionCase& attention_case) {
+        return attention_case.*Traits::member == wanted;
+      };
 }
 
 template <CaseField first, CaseField second>
-Condition both_fields_equal(const nlohmann::json& value) {
-  return [first_equals = field_equals<first>(value),
-          second_equals = field_equals<second>(value)](const AttentionCase& attention_case) {
-    return first_equals(attention_case) && second_equals(attention_case);
-  };
+void set_both_fields(FieldConditions& conditions, const nlohmann::json& value) {
+  set_field<first>(conditions, value);
+  set_field<second>(conditions, value);
 }
 
 struct PatternKey {
   std::string_view name;
-  Condition (*condition)(const nlohmann::json& value);  // throws FieldProblem
+  void (*set)(FieldConditions& conditions, const nlohmann::json& value);  // throws FieldProblem
 };
 
-// Every key a matrix file may give a case, from the schema's table.
+// Every key a matrix file may give a case, from the schema's table, in its order.
 constexpr PatternKey kPatternKeys[] = {
-#define ATTNFUZZ_PATTERN_FIELD(member, Codec, key, value, use) \
-  {key, &field_equals<CaseField::member>},
+#define ATTNFUZZ_PATTERN_FIELD(member, Codec, key, value, use) {key, &set_field<CaseField::member>},
 #define ATTNFUZZ_PATTERN_SHORTHAND(key, first, second) \
-  {key, &both_fields_equal<CaseField::first, CaseField::second>},
-#define ATTNFUZZ_PATTERN_ALIAS(alias, member) {alias, &field_equals<CaseField::member>},
+  {key, &set_both_fields<CaseField::first, CaseField::second>},
+#define ATTNFUZZ_PATTERN_ALIAS(alias, member) {alias, &set_field<CaseField::member>},
     ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_PATTERN_FIELD, ATTNFUZZ_PATTERN_SHORTHAND, ATTNFUZZ_PATTERN_ALIAS)
 #undef ATTNFUZZ_PATTERN_FIELD
 #undef ATTNFUZZ_PATTERN_SHORTHAND
@@ -57,21 +63,28 @@ CasePattern CasePattern::from_json(const nlohmann::json& where) {
     throw CasePatternProblem{"",
                              "expected an object of case keys, got " + describe_json_value(where)};
   }
-  CasePattern pattern;
-  for (const auto& [name, value] : where.items()) {
-    const PatternKey* found = nullptr;
-    for (const PatternKey& key : kPatternKeys) {
-      if (key.name == name) found = &key;
-    }
-    if (found == nullptr) {
+  for (const auto& item : where.items()) {
+    const std::string& name = item.key();
+    const bool known = std::any_of(std::begin(kPatternKeys), std::end(kPatternKeys),
+                                   [&](const PatternKey& key) { return key.name == name; });
+    if (!known) {
       throw CasePatternProblem{name, "unknown case key \"" + name +
                                          "\" (case keys: " + join_names(pattern_key_names()) + ")"};
     }
+  }
+  FieldConditions conditions;
+  for (const PatternKey& key : kPatternKeys) {
+    const auto value = where.find(key.name);
+    if (value == where.end()) continue;
     try {
-      pattern.conditions_.push_back(found->condition(value));
+      key.set(conditions, *value);
     } catch (const FieldProblem& problem) {
-      throw CasePatternProblem{name, problem.message};
+      throw CasePatternProblem{std::string(key.name), problem.message};
     }
+  }
+  CasePattern pattern;
+  for (Condition& condition : conditions) {
+    if (condition) pattern.conditions_.push_back(std::move(condition));
   }
   return pattern;
 }

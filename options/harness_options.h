@@ -105,8 +105,8 @@ namespace attnfuzz {
   X(FLAG, bool, in_process, "--in-process", false,                                                 \
     "Run cases in this process, not in worker processes: no containment (for debuggers)")          \
   X(OPTION, std::string, known_failures, "--known-failures", "",                                   \
-    "Failures you cannot fix (upstream bugs), JSON: a listed case that fails so is 'known' and "   \
-    "passes the run; one that passes fails it (docs/usage.md)")                                    \
+    "Failures you cannot fix (upstream bugs), JSON: a listed case that fails so is 'known', "      \
+    "counted neither way; one that passes fails the run (docs/usage.md)")                          \
   X(FLAG, bool, fail_on_skip, "--fail-on-skip", false,                                             \
     "Exit 1 when a case could not run here (no GPU, kernel not built, out of memory)")             \
   X(HIDDEN_FLAG, bool, worker, "--worker", false, "Serve cases to a supervising fuzz_attention")   \

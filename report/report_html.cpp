@@ -168,8 +168,17 @@ double ratio_of(const CaseResult& result) {
 // failures a missing or non-finite figure first, then the larger error_ratio.
 bool is_worse(const CaseResult& a, const CaseResult& b) {
   const auto rank = [](CaseStatus status) {
-    constexpr int ranks[] = {2, 3, 0, 1};  // in CaseStatus's order: pass, fail, skip, known
-    return ranks[static_cast<int>(status)];
+    switch (status) {
+      case CaseStatus::fail:
+        return 3;
+      case CaseStatus::pass:
+        return 2;
+      case CaseStatus::known:
+        return 1;
+      case CaseStatus::skip:
+        return 0;
+    }
+    return 0;
   };
   if (rank(a.status) != rank(b.status)) return rank(a.status) > rank(b.status);
   const double ratio_a = ratio_of(a);

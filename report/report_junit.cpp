@@ -73,6 +73,13 @@ void add_properties(tinyxml2::XMLElement* suite, const RunEnvironment& environme
   for (const auto& [key, value] : environment.numerics) add_property(properties, key, value);
 }
 
+// A known case (--known-failures) in one line: the listing's reason, its issue and entry, then how
+// the case failed.
+std::string known_failure_text(const CaseResult& result) {
+  return "known failure: " + result.known_failure->reason + " (" + result.known_failure->issue +
+         "; " + result.known_failure->entry + "); it fails: " + result.reason;
+}
+
 void add_testcase(tinyxml2::XMLElement* suite, const CaseResult& result,
                   const ReplayOf& replay_of) {
   tinyxml2::XMLElement* testcase = suite->InsertNewChildElement("testcase");

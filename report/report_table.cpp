@@ -146,12 +146,6 @@ void write_table_header(std::ostream& out) {
   write_cells(out, "", "case", "kernel", "shape", "err_ratio", "max_abs", "time_s");
 }
 
-std::string known_failure_text(const CaseResult& result) {
-  if (!result.known_failure) return result.reason;
-  return "known failure: " + result.known_failure->reason + " (" + result.known_failure->issue +
-         "; " + result.known_failure->entry + "); it fails: " + result.reason;
-}
-
 void write_table_row(std::ostream& out, const CaseResult& result) {
   const std::string error_ratio =
       result.ran ? significant_digits(result.comparison.error_ratio, 3) : std::string("-");

@@ -46,10 +46,6 @@ std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of);
 // command; skips by reason and the environment. Well-formed XML as well (XHTML-compatible).
 std::string run_to_html(const RunReport& report, const ReplayOf& replay_of);
 
-// A known case (--known-failures) in one line: the listing's reason, its issue and entry, then how
-// the case failed.
-std::string known_failure_text(const CaseResult& result);
-
 void write_table_header(std::ostream& out);
 void write_table_row(std::ostream& out, const CaseResult& result);
 void write_table_summary(std::ostream& out, const RunReport& report);

@@ -25,14 +25,17 @@ constexpr std::string_view kEntryKeys[] = {"case", "kernel", "where", "failure",
   throw HarnessError(escape_control_characters(source + ": " + pointer + ": " + problem));
 }
 
+enum class Presence { optional, required };
+
 // The string at `key` of `entry`; "" when absent and optional.
-std::string text_of(const Json& entry, std::string_view key, bool required,
+std::string text_of(const Json& entry, std::string_view key, Presence presence,
                     const std::string& source, const std::string& pointer) {
   const auto found = entry.find(key);
   const std::string at = child_pointer(pointer, key);
   if (found == entry.end()) {
-    if (required)
+    if (presence == Presence::required) {
       fail(source, at, "missing: every entry says why it fails and where that is tracked");
+    }
     return "";
   }
   if (!found->is_string() || found->get<std::string>().empty()) {
@@ -52,11 +55,11 @@ KnownFailure entry_of(const Json& entry, const std::string& source, const std::s
     }
   }
   KnownFailure known;
-  known.case_id = text_of(entry, "case", false, source, pointer);
-  known.kernel = text_of(entry, "kernel", false, source, pointer);
-  known.failure = text_of(entry, "failure", false, source, pointer);
-  known.note.reason = text_of(entry, "reason", true, source, pointer);
-  known.note.issue = text_of(entry, "issue", true, source, pointer);
+  known.case_id = text_of(entry, "case", Presence::optional, source, pointer);
+  known.kernel = text_of(entry, "kernel", Presence::optional, source, pointer);
+  known.failure = text_of(entry, "failure", Presence::optional, source, pointer);
+  known.note.reason = text_of(entry, "reason", Presence::required, source, pointer);
+  known.note.issue = text_of(entry, "issue", Presence::required, source, pointer);
   known.note.entry = source + "#" + pointer;
   if (const auto where = entry.find("where"); where != entry.end()) {
     try {
@@ -122,12 +125,12 @@ KnownFailures KnownFailures::load(const std::filesystem::path& path) {
 
 void KnownFailures::judge(CaseResult& result) const {
   if (result.status == CaseStatus::skip || result.status == CaseStatus::known) return;
-  const KnownFailure* listed = nullptr;
+  const KnownFailure* expecting_another_failure = nullptr;
   for (const KnownFailure& known : entries_) {
     if (!lists_case(known, result)) continue;
     if (result.status == CaseStatus::fail && !known.failure.empty() &&
         result.reason.find(known.failure) == std::string::npos) {
-      listed = listed == nullptr ? &known : listed;
+      if (expecting_another_failure == nullptr) expecting_another_failure = &known;
       continue;
     }
     if (result.status == CaseStatus::fail) {
@@ -140,9 +143,9 @@ void KnownFailures::judge(CaseResult& result) const {
     }
     return;
   }
-  if (listed != nullptr) {
-    result.reason += " (not the known failure of " + listed->note.entry + ", which fails with \"" +
-                     listed->failure + "\")";
+  if (expecting_another_failure != nullptr) {
+    result.reason += " (not the known failure of " + expecting_another_failure->note.entry +
+                     ", which fails with \"" + expecting_another_failure->failure + "\")";
   }
 }
 

@@ -12,7 +12,10 @@
 //      "reason": "NaN for rows ...",     why it fails
 //      "issue": "https://..."}]}         where it is tracked
 //
-// An entry matches a case when all of its optional parts do; one with none matches every case.
+// An entry matches a case when all of its optional parts do; one with none matches every case. An
+// entry names the failing cases themselves (a listed case that passes fails the run); `failure`
+// only tells their known failure from another one. A --stream holds verdicts before this judgement,
+// so a --resume judges old and new cases by the list it is given.
 #pragma once
 
 #include <cstddef>
@@ -47,8 +50,6 @@ class KnownFailures {
   // entry lists fails; a failure of another kind than the listed one stays a failure, and says so.
   // Skipped cases stay skipped.
   void judge(CaseResult& result) const;
-
-  bool empty() const { return entries_.empty(); }
 
  private:
   std::vector<KnownFailure> entries_;

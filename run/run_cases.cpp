@@ -101,7 +101,11 @@ CaseRunOutcome run_cases(const CaseRunner& runner, const std::vector<AttentionCa
   CaseRunOutcome outcome;
   if (!settings.resume.empty()) {
     results = resumed_results(runner, cases, settings.resume);
-    for (const auto& result : results) outcome.resumed += result ? 1 : 0;
+    for (auto& result : results) {
+      if (!result) continue;
+      ++outcome.resumed;
+      settings.known_failures.judge(*result);
+    }
   }
   std::optional<ResultStream> stream;
   if (!settings.stream.empty()) {
@@ -111,10 +115,11 @@ CaseRunOutcome run_cases(const CaseRunner& runner, const std::vector<AttentionCa
   }
 
   // Streamed first: whatever happens next (a full disk for the report, a kill), it is on disk.
-  // A resumed result was judged by the known failures when it was streamed.
+  // The stream holds the verdict before the known failures judge it, so that a --resume under
+  // another list (or none) judges every case, old and new, by that list.
   auto keep = [&](std::size_t index, CaseResult result) {
-    settings.known_failures.judge(result);
     if (stream) stream->append(result);
+    settings.known_failures.judge(result);
     on_new_result(result);
     const bool go_on = !(settings.fail_fast && result.status == CaseStatus::fail);
     results[index] = std::move(result);

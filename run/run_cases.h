@@ -22,7 +22,7 @@ struct CaseRunSettings {
   std::filesystem::path stream;  // JSON Lines of results, appended; empty: none
   std::filesystem::path resume;  // a stream of an earlier run of these cases; empty: none
   bool fail_fast = false;        // stop after the first failing case
-  KnownFailures known_failures;  // --known-failures: judges each new result before it is kept
+  KnownFailures known_failures;  // --known-failures: judges each result after it is streamed
 };
 
 struct CaseRunOutcome {

@@ -61,6 +61,23 @@ TEST(CasePattern, AliasesAndShorthandsMeanWhatTheyMeanInAMatrixFile) {
   AttentionCase square = causal_bf16_case();
   square.seq_len_k = 97;
   EXPECT_TRUE(CasePattern::from_json({{"seq_len", 97}}).matches(square));
+  // With seq_len_k beside it, seq_len sets only the query length, as in a matrix file: a report's
+  // config (seq_len is seq_len_q there) matches its own case.
+  EXPECT_TRUE(
+      CasePattern::from_json({{"seq_len", 97}, {"seq_len_k", 203}}).matches(causal_bf16_case()));
+}
+
+TEST(CasePattern, AReportsWholeConfigMatchesItsOwnCaseAndNoOther) {
+  // As a report writes it (parsed from text: its integers are unsigned, as a seed must be).
+  json config = json::parse(R"({"batch": 1, "batch_size": 1, "heads": 4, "num_heads": 4,
+      "kv_heads": 2, "seq_len": 97, "seq_len_q": 97, "seq_len_k": 203, "head_dim": 128,
+      "dtype": "bf16", "causal": true, "data": "normal", "seed": 1, "layout": "bshd",
+      "row_padding": 0, "inject": "none"})");
+  config["softmax_scale"] = 1.0 / std::sqrt(128.0);
+  EXPECT_TRUE(CasePattern::from_json(config).matches(causal_bf16_case()));
+  AttentionCase other_seed = causal_bf16_case();
+  other_seed.seed = 2;
+  EXPECT_FALSE(CasePattern::from_json(config).matches(other_seed));
 }
 
 TEST(CasePattern, TheScaleComparesAsTheCaseRunsWithItSoAReportsConfigMatches) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention --known-failures end to end: a listed failure is KNOWN and leaves the run's exit
-// code to the other cases, in the table, the JSON report and JUnit; a listed case that passes
-// fails the run, and its replay line repeats the list so that it fails again alone; a failure
-// nobody listed still fails; a malformed list, or the list with --properties, is exit 3.
+// code to the other cases, in the table and every report (JSON, JUnit, Markdown, HTML); a listed
+// case that passes fails the run, and its replay line repeats the list so that it fails again
+// alone; a failure nobody listed still fails; a --resume judges streamed cases by its own list; a
+// malformed list, or the list with --properties, is exit 3.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -41,7 +42,9 @@ TEST_F(FuzzAttentionKnownFailures, AListedFailureIsKnownAndTheOtherCasesDecideTh
   const RunResult result =
       run_matrix(kPassAndTwoFailures, "--plant drop_last_key_tile " + known_failures(kBf16Listed) +
                                           " --json " + quoted(path("report.json").string()) +
-                                          " --junit " + quoted(path("report.xml").string()));
+                                          " --junit " + quoted(path("report.xml").string()) +
+                                          " --markdown " + quoted(path("summary.md").string()) +
+                                          " --html " + quoted(path("report.html").string()));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;  // t/1 is not listed
   EXPECT_THAT(result.out, HasSubstr("FAIL t/1"));
   EXPECT_THAT(result.out, HasSubstr("KNOWN t/2"));
@@ -57,6 +60,10 @@ TEST_F(FuzzAttentionKnownFailures, AListedFailureIsKnownAndTheOtherCasesDecideTh
   EXPECT_EQ(report["results"][2]["known_failure"]["issue"], "https://example.org/issues/7");
   EXPECT_THAT(read_file(path("report.xml")),
               HasSubstr("<skipped message=\"known failure: drops the last key tile"));
+  EXPECT_THAT(read_file(path("summary.md")), HasSubstr("### Known failures (--known-failures)"));
+  EXPECT_THAT(read_file(path("summary.md")), HasSubstr("| drops the last key tile |"));
+  EXPECT_THAT(read_file(path("report.html")),
+              HasSubstr("<h2>Known failures (1, --known-failures)"));
 }
 
 TEST_F(FuzzAttentionKnownFailures, WhenEveryFailureIsListedTheRunPasses) {
@@ -79,6 +86,22 @@ TEST_F(FuzzAttentionKnownFailures, AListedCaseThatPassesFailsTheRunAndItsReplayF
   const RunResult replayed =
       run_matrix(kPassAndTwoFailures, "--case t/2 " + known_failures(kBf16Listed));
   EXPECT_EQ(replayed.exit_code, 1) << replayed.out << replayed.err;
+}
+
+TEST_F(FuzzAttentionKnownFailures, AResumeJudgesEveryCaseOldAndNewByTheListItIsGiven) {
+  const std::string stream = " --stream " + quoted(path("stream.jsonl").string());
+  const std::string resume = " --resume " + quoted(path("stream.jsonl").string());
+  const RunResult first = run_matrix(kPassAndTwoFailures, "--plant drop_last_key_tile --case t/2 " +
+                                                              known_failures(kBf16Listed) + stream);
+  EXPECT_EQ(first.last_line(), "0 passed, 0 failed, 0 skipped, 1 known") << first.out << first.err;
+  // Without the list, the streamed t/2 is the failure it was; with it, known again.
+  const RunResult unlisted = run_matrix(kPassAndTwoFailures, "--plant drop_last_key_tile" + resume);
+  EXPECT_EQ(unlisted.exit_code, 1) << unlisted.out << unlisted.err;
+  EXPECT_EQ(unlisted.last_line(), "1 passed, 2 failed, 0 skipped");
+  const RunResult listed = run_matrix(
+      kPassAndTwoFailures, "--plant drop_last_key_tile " + known_failures(kBf16Listed) + resume);
+  EXPECT_EQ(listed.last_line(), "1 passed, 1 failed, 0 skipped, 1 known")
+      << listed.out << listed.err;
 }
 
 TEST_F(FuzzAttentionKnownFailures, AMalformedListIsExitThreeNamingTheFileAndTheField) {
