@@ -64,7 +64,7 @@ namespace attnfuzz {
     "virtual "                                                                                     \
     "environment's python works)")                                                                 \
   X(SHARED_OPTION, std::string, py_framework, "--py-framework", "numpy",                           \
-    "With --kernel-py: the tensors the function is handed: numpy or torch")                        \
+    "With --kernel-py: the tensors the function is handed: numpy, torch or jax")                   \
   X(SHARED_OPTION, std::string, plant, "--plant", "none",                                          \
     "Switch on a planted bug in the kernel (see --list-kernels)")                                  \
   X(OPTION, std::string, shard, "--shard", "",                                                     \

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kFrameworks[] = {"numpy", "torch"};
+constexpr std::string_view kFrameworks[] = {"numpy", "torch", "jax"};
 // How long the interpreter may take to say its version (a cold start of a large environment).
 constexpr double kPythonProbeSeconds = 60.0;
 
@@ -94,7 +94,7 @@ std::optional<std::string> prepare_kernel_py(const HarnessOptions& options) {
   for (std::string_view framework : kFrameworks)
     known_framework |= options.py_framework == framework;
   if (!known_framework) {
-    throw HarnessError("--py-framework " + options.py_framework + ": numpy or torch");
+    throw HarnessError("--py-framework " + options.py_framework + ": numpy, torch or jax");
   }
   std::string python = options.python;
   if (python.empty()) {

@@ -588,12 +588,12 @@ void write_scale_bar(std::ostream& out, const char* id, int left, const char* ti
 }
 
 // The legend: the pass half and the fail half of the colour scale, and the marks of a failing,
-// a skipped and a shared cell.
+// a skipped, a known-failing and a shared cell.
 void write_legend(std::ostream& out) {
   constexpr int kPassLeft = 18;  // room for the first tick's label
   constexpr int kFailLeft = kPassLeft + kScaleBarWidth + 40;
   constexpr int kMarksLeft = kFailLeft + kScaleBarWidth + 44;
-  out << "<svg class=\"legend\" width=\"860\" height=\"100\" viewBox=\"0 0 860 100\" role=\"img\">";
+  out << "<svg class=\"legend\" width=\"860\" height=\"124\" viewBox=\"0 0 860 124\" role=\"img\">";
   write_scale_bar(
       out, "pass-scale", kPassLeft, "pass: error_ratio ≤ 1, log scale", pass_colour,
       [](double position) { return kPassScaleFloor * std::pow(1.0 / kPassScaleFloor, position); },
@@ -622,6 +622,7 @@ void write_legend(std::ostream& out) {
   };
   mark(0, fail_colour(1e3), true, false, "✕", "failed: cross, heavy outline");
   mark(1, kSkipColour, false, true, "skip", "skipped: grey, hatched");
+  mark(4, kSkipColour, false, false, "known", "known failure (--known-failures): grey");
   mark(2, pass_colour(0.2), false, false, "×3", "3 cases here, the worst shown");
   mark(3, pass_colour(0.2), false, false, "", "grey corner: some of them skipped");
   out << "<path d=\"M" << kMarksLeft << ',' << 2 + 3 * 24 << " h13 l-13,13 Z\" fill=\"#9a9a9a\"/>";

@@ -3,20 +3,30 @@
 # Real libraries' attention as outside judges of the harness, on the CPU: each adapter of
 # examples/python/ through fuzz_attention --kernel-py on corpus/matrix/pr.json (every case it
 # supports), variants.json (the variants it has), a property search, and every property replayed
-# on corpus/real_kernels/ (cases real libraries once failed). Their packages go into a
+# on corpus/real_kernels/ (cases real libraries once failed); then the pytest example
+# (examples/python/test_sdpa.py, the attnfuzz package's fixture on SDPA). Their packages go into a
 # virtual environment of their own, build-tools/real-kernels (scripts/python_env.sh --venv: pinned,
 # from PyPI, made from the interpreter the bridge was built against). Each run's output goes to
 # validation-logs/real-kernels/ (ignored by git); docs/validation/real-kernels.md holds the
 # verdicts. Exits 1 when a run's exit code is not the one docs/validation/real-kernels.md records
 # for it (a known verdict is expected; anything new must be taken to one).
-#   scripts/real_kernels.sh [--build-dir build] [--budget 120] [--only sdpa_math,jax]
+# --gpu runs the CUDA adapters instead (SDPA's CUDA backends, flex_attention on the GPU: device
+# functions, CUDA tensors on the harness's stream), for a machine with a GPU and a PyTorch built
+# for CUDA; not yet run on one.
+#   scripts/real_kernels.sh [--build-dir build] [--budget 120] [--only sdpa_math,jax,...] [--gpu]
+# --only names any of sdpa_math, sdpa_flash, sdpa, jax, flex_cpu and pytest_example (with --gpu:
+# sdpa_math_cuda, sdpa_flash_cuda, sdpa_efficient_cuda, sdpa_cudnn_cuda, sdpa_cuda, flex_cuda,
+# flash_attn: the flash_attn package is not pinned here, its wheels follow the machine's CUDA and
+# PyTorch: install it into build-tools/real-kernels for that machine first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${ATTNFUZZ_BUILD_DIR:-build}
 budget=120
 only=
+gpu=false
 while (($#)); do
   case "$1" in
+    --gpu) gpu=true; shift ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
@@ -30,6 +40,7 @@ python=$(bash scripts/python_env.sh --build-dir "$build_dir" --venv build-tools/
   "${packages[@]}" | tail -n 1)
 harness="$build_dir/fuzz_attention"
 logs=validation-logs/real-kernels
+$gpu && logs=validation-logs/real-kernels-gpu
 mkdir -p "$logs"
 unexpected=0
 
@@ -47,22 +58,44 @@ run() {
   printf '%-40s exit %s (%s): %s\n' "$name" "$status" "$verdict" "$(tail -n 1 "$logs/$name.txt")"
 }
 
-# The kernels: name, the tensors it takes (--py-framework) and its --kernel-py spec.
+# The kernels: name, the tensors it takes (--py-framework), its --kernel-py spec and, optionally, a
+# factor on the property search's budget (flex compiles each new batch, head count, head dimension
+# and dtype, a few seconds each: 60 s judge 3 of its 9 properties).
 kernels=(
   "sdpa_math torch examples/python/torch_sdpa.py:sdpa_math"
   "sdpa_flash torch examples/python/torch_sdpa.py:sdpa_flash"
   "sdpa torch examples/python/torch_sdpa.py:sdpa"
-  "jax numpy examples/python/jax_attention.py:dot_product_attention"
+  "jax jax examples/python/jax_attention.py:dot_product_attention"
+  "flex_cpu torch examples/python/flex_attention.py:flex_attention_cpu 5"
 )
+if $gpu; then
+  kernels=()
+  for backend in sdpa_math sdpa_flash sdpa_efficient sdpa_cudnn sdpa; do
+    kernels+=("${backend}_cuda torch examples/python/torch_sdpa.py:${backend}_cuda")
+  done
+  kernels+=("flex_cuda torch examples/python/flex_attention.py:flex_attention_cuda 5")
+  kernels+=("flash_attn torch examples/python/flash_attention.py:flash_attn_func")
+fi
 for entry in "${kernels[@]}"; do
-  read -r name framework spec <<<"$entry"
+  read -r name framework spec factor <<<"$entry"
   [[ -n $only && ",$only," != *",$name,"* ]] && continue
   kernel=(--kernel-py "$spec" --py-framework "$framework")
   run "$name-pr" 0 "${kernel[@]}" --configs corpus/matrix/pr.json --quiet
   run "$name-variants" 0 "${kernel[@]}" --configs corpus/matrix/variants.json --quiet
-  run "$name-properties" 0 "${kernel[@]}" --properties --budget "$budget" \
+  run "$name-properties" 0 "${kernel[@]}" --properties --budget "$((budget * ${factor:-1}))" \
     --regressions "$logs/$name-regressions"
   run "$name-real-kernel-cases" 0 "${kernel[@]}" --properties --replay corpus/real_kernels
 done
+# The pytest path (the attnfuzz package from python/, its fixture on SDPA).
+if ! $gpu && [[ -z $only || ",$only," == *",pytest_example,"* ]]; then
+  status=0
+  PYTHONPATH=$PWD/python ATTNFUZZ_HARNESS=$(realpath "$harness") "$python" -m pytest -q \
+    -p no:cacheprovider -p attnfuzz.pytest_plugin examples/python/test_sdpa.py \
+    >"$logs/pytest_example.txt" 2>&1 || status=$?
+  verdict=ok
+  if [[ $status != 0 ]]; then verdict="UNEXPECTED (expected 0)"; unexpected=$((unexpected + 1)); fi
+  printf '%-40s exit %s (%s): %s\n' pytest_example "$status" "$verdict" \
+    "$(tail -n 1 "$logs/pytest_example.txt")"
+fi
 echo "real_kernels: outputs in $logs; runs with an unexpected exit code: $unexpected"
 ((unexpected == 0))

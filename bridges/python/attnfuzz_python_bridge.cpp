@@ -8,7 +8,7 @@
 // What to load comes from the environment, which fuzz_attention sets before it loads this plugin
 // (its workers and probe inherit it): ATTNFUZZ_KERNEL_PY (the FILE.py:FUNCTION or MODULE:FUNCTION),
 // ATTNFUZZ_PYTHON (the interpreter whose environment to use: a virtual environment's python
-// works) and ATTNFUZZ_PY_FRAMEWORK (numpy or torch). A function that cannot be loaded ends the
+// works) and ATTNFUZZ_PY_FRAMEWORK (numpy, torch or jax). A function that cannot be loaded ends the
 // process with exit 3 and one line naming it and the Python error: in the probe child, that line
 // is fuzz_attention's error.
 #define PY_SSIZE_T_CLEAN

@@ -14,8 +14,11 @@ q and out are [batch, seq_len_q, heads, head_dim] (packed: [total_q, heads, head
 head_dim]), each with the harness's strides; window_size is (left, right) with -1 for unbounded;
 softcap is 0.0 when off; the index tensors are int32 or None; lse is an fp32 [batch, heads,
 seq_len_q] tensor to write ([heads, total_q] packed), or None. The function writes `out`, or
-returns the output, which is checked for shape, dtype and device, then copied into `out`.
+returns the output, which is checked for shape, dtype and device, then copied into `out`. JAX
+arrays cannot be written: with --py-framework jax the inputs are JAX arrays (copies), `out` and
+`lse` jax.ShapeDtypeStruct, and the function returns the output, or (output, lse).
 """
+import contextlib
 import ctypes
 import importlib
 import importlib.util
@@ -33,7 +36,7 @@ FEATURE_BITS = {
     "return_lse": 32,
 }
 DTYPE_NAMES = {0: "float16", 1: "bfloat16"}
-FRAMEWORKS = ("numpy", "torch")
+FRAMEWORKS = ("numpy", "torch", "jax")
 
 
 class Strides(ctypes.Structure):
@@ -114,6 +117,7 @@ class Kernel:
         # them (a numpy.py beside the kernel).
         self.numpy = importlib.import_module("numpy")
         self.torch = importlib.import_module("torch") if framework == "torch" else None
+        self.jax = importlib.import_module("jax") if framework == "jax" else None
         try:
             self.bfloat16 = importlib.import_module("ml_dtypes").bfloat16
         except ImportError:
@@ -158,18 +162,18 @@ class Kernel:
         self.device = getattr(self.fn, "attnfuzz_device", "cpu")
         if self.device not in ("cpu", "cuda"):
             raise ValueError("attnfuzz_device: 'cpu' or 'cuda', not %r" % (self.device,))
-        if self.device == "cuda":
-            # Device tensors need __cuda_array_interface__ views on the harness's stream, which no
-            # GPU has checked yet: refused rather than handed host views of device memory.
-            raise ValueError("attnfuzz_device 'cuda': the bridge runs host functions only, so far")
+        if self.device == "cuda" and self.torch is None:
+            raise ValueError("attnfuzz_device 'cuda' needs --py-framework torch (numpy arrays "
+                             "live in host memory)")
         self.user_supports = getattr(self.fn, "attnfuzz_supports", None)
 
     # ---- what runs ----
 
     def supports(self, problem_address):
         problem = ProblemV2.from_address(problem_address)
-        if problem.base.dtype == 1 and self.framework == "numpy" and self.bfloat16 is None:
-            return "bf16 through --py-framework numpy needs the ml_dtypes package (not importable)"
+        if problem.base.dtype == 1 and self.framework != "torch" and self.bfloat16 is None:
+            return ("bf16 through --py-framework %s needs the ml_dtypes package (not importable)"
+                    % self.framework)
         if self.user_supports is None:
             return None
         try:
@@ -188,14 +192,49 @@ class Kernel:
             arguments = self.arguments(problem, tensors)
         except Exception as error:
             return "the bridge could not make the tensors: " + error_text(error, None)
+        if self.jax is not None:
+            return self.forward_jax(*arguments)
         out = arguments[3]
         try:
-            returned = self.fn(*arguments[:4], **arguments[4])
+            with self.stream_of(tensors.base.cuda_stream):
+                returned = self.fn(*arguments[:4], **arguments[4])
+                if returned is None or returned is out:
+                    return None
+                return self.copy_returned(returned, out)
         except BaseException as error:  # SystemExit and KeyboardInterrupt are the function's too
             return error_text(error, self.user_file)
-        if returned is None or returned is out:
-            return None
-        return self.copy_returned(returned, out)
+
+    def forward_jax(self, q, k, v, out, keywords):
+        """JAX arrays cannot be written: the function is handed copies of the inputs as JAX
+        arrays and `out` (and `lse`) as jax.ShapeDtypeStruct, and returns the output (with `lse`
+        requested, the pair (output, lse)), which is checked and copied into the harness's
+        buffers."""
+        jax, lse = self.jax, keywords["lse"]
+        arrays = {name: None if value is None else jax.numpy.asarray(value)
+                  for name, value in keywords.items()
+                  if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")}
+        shapes = {"lse": None if lse is None else jax.ShapeDtypeStruct(lse.shape, lse.dtype)}
+        try:
+            returned = self.fn(jax.numpy.asarray(q), jax.numpy.asarray(k), jax.numpy.asarray(v),
+                               jax.ShapeDtypeStruct(out.shape, out.dtype),
+                               **{**keywords, **arrays, **shapes})
+            if lse is None:
+                return self.copy_returned(returned, out)
+            if not isinstance(returned, (tuple, list)) or len(returned) != 2:
+                return ("with lse requested, a --py-framework jax function returns (output, lse); "
+                        "it returned %s" % type(returned).__name__)
+            return self.copy_returned(returned[0], out) or self.copy_returned(returned[1], lse)
+        except BaseException as error:
+            return error_text(error, self.user_file)
+
+    def stream_of(self, address):
+        """A device function runs on the harness's stream, which orders its work with the
+        harness's copies and checks (its own streams must join it, as with any CUDA caller)."""
+        if self.device != "cuda" or not address:
+            return contextlib.nullcontext()
+        torch = self.torch
+        device = torch.cuda.current_device()  # the harness's, where its stream and buffers are
+        return torch.cuda.stream(torch.cuda.ExternalStream(int(address), device=device))
 
     # ---- the tensors ----
 
@@ -209,13 +248,20 @@ class Kernel:
             pass
 
         memory = Memory()
-        memory.__array_interface__ = {
+        interface = {
             "version": 3, "shape": tuple(int(n) for n in shape), "typestr": typestr,
             "data": (int(address), False),
             "strides": tuple(int(s) * itemsize for s in element_strides),
         }
+        if self.device == "cuda":
+            # Device memory: a CUDA tensor over it, on the device the pointer belongs to (no
+            # copy); stream None: the caller orders it (forward runs on the harness's stream).
+            memory.__cuda_array_interface__ = dict(interface, stream=None)
+            tensor = self.torch.as_tensor(memory)
+            return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
+        memory.__array_interface__ = interface
         array = np.asarray(memory)
-        if self.framework == "numpy":
+        if self.framework != "torch":  # numpy; jax's arrays are made from these (forward_jax)
             return array.view(self.bfloat16) if kind == "bfloat16" else array
         tensor = self.torch.from_dlpack(array)
         return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
@@ -278,6 +324,8 @@ class Kernel:
     def copy_returned(self, returned, out):
         """Checks a returned output against `out` and copies it there; an error text if it does
         not fit."""
+        if returned is None:
+            return "the function returned None: a --py-framework jax function returns its output"
         shape = tuple(getattr(returned, "shape", ()))
         if shape != tuple(out.shape):
             return "the function returned an output of shape %s; expected %s" % (

@@ -3,7 +3,7 @@
 (FlashAttention's) conventions. scripts/real_kernels.sh runs it:
 
     fuzz_attention --kernel-py examples/python/jax_attention.py:dot_product_attention \\
-        --python build-tools/real-kernels/bin/python --configs corpus/matrix/pr.json
+        --py-framework jax --python build-tools/real-kernels/bin/python --configs pr.json
 
 Where JAX's convention differs from attnfuzz's, the adapter bridges it:
 - `is_causal` is aligned top-left (query i sees keys j <= i); attnfuzz's causal mask is aligned
@@ -14,7 +14,9 @@ Where JAX's convention differs from attnfuzz's, the adapter bridges it:
   output from JAX; attnfuzz's convention is 0, written here.
 - Soft-capping, packed (varlen) batches, paged K/V and the log-sum-exp are not in JAX's API: not
   declared, so those cases are skipped naming the feature.
-The inputs are copied into JAX arrays (jnp.asarray) and the result copied into `out`.
+With --py-framework jax the bridge hands the inputs as JAX arrays (copies: a JAX array has no
+strides of its own) and `out` as its shape and dtype; the function returns the output, which the
+bridge checks and copies into the harness's buffer.
 """
 import os
 
@@ -34,15 +36,15 @@ def dot_product_attention(q, k, v, out, *, softmax_scale, causal, window_size, s
     bias = None
     if alibi_slopes is not None:
         distance = np.abs(np.arange(seq_len_q)[:, None] + seq_len_k - seq_len_q -
-                          np.arange(seq_len_k)[None, :])
-        bias = jnp.asarray(-np.asarray(alibi_slopes, dtype=np.float32)[None, :, None, None] *
-                           distance[None, None, :, :].astype(np.float32))
-    result = jax.nn.dot_product_attention(
-        jnp.asarray(q), jnp.asarray(k), jnp.asarray(v), bias=bias,
-        mask=jnp.asarray(visible[None, None, :, :]), scale=softmax_scale)
-    result = np.asarray(result)
-    out[...] = np.where(visible.any(axis=1)[None, :, None, None], result, 0).astype(out.dtype)
+                          np.arange(seq_len_k)[None, :]).astype(np.float32)
+        bias = -alibi_slopes.astype(jnp.float32)[None, :, None, None] * distance[None, None]
+    result = jax.nn.dot_product_attention(q, k, v, bias=bias,
+                                          mask=jnp.asarray(visible[None, None, :, :]),
+                                          scale=softmax_scale)
+    sees_a_key = jnp.asarray(visible.any(axis=1))[None, :, None, None]
+    return jnp.where(sees_a_key, result, 0).astype(out.dtype)
 
 
 dot_product_attention.attnfuzz_features = {"sliding_window", "alibi"}
 dot_product_attention.attnfuzz_device = "cpu"
+dot_product_attention.attnfuzz_framework = "jax"  # for attnfuzz.check

@@ -6,8 +6,9 @@ backend, in attnfuzz's (FlashAttention's) conventions. scripts/real_kernels.sh r
         --python build-tools/real-kernels/bin/python --configs corpus/matrix/pr.json
 
 sdpa_math and sdpa_flash run on the CPU (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION); sdpa
-leaves the choice to PyTorch. Where SDPA's convention differs from attnfuzz's, the adapter bridges
-it:
+leaves the choice to PyTorch; the *_cuda functions are the CUDA backends (math, flash, efficient,
+cuDNN, PyTorch's choice), handed CUDA tensors on the harness's stream. Where SDPA's convention
+differs from attnfuzz's, the adapter bridges it:
 - SDPA takes [batch, heads, seq, head_dim]: q, k, v are passed as transposed views of attnfuzz's
   [batch, seq, heads, head_dim] (no copy; their strides stay the harness's).
 - `is_causal` is aligned top-left (query i sees keys j <= i); attnfuzz's causal mask is aligned
@@ -46,17 +47,37 @@ def _attention(backends, q, k, v, out, softmax_scale, causal, window_size):
     out.copy_(result)
 
 
-def _backend_function(backends, name):
+def _needs_no_mask(problem):
+    """CUDA's flash backend takes no `attn_mask`: the cases that need one are not its."""
+    aligned = problem["seq_len_q"] == problem["seq_len_k"]
+    if problem["window_size"] != (-1, -1) or (problem["causal"] and not aligned):
+        return "SDPA's CUDA flash backend takes no attn_mask (windows, causal with Sq != Sk)"
+    return None
+
+
+def _backend_function(backends, name, device="cpu", supports=None):
     def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
                   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse):
         _attention(backends, q, k, v, out, softmax_scale, causal, window_size)
 
     attention.__name__ = name
     attention.attnfuzz_features = {"sliding_window"}
-    attention.attnfuzz_device = "cpu"
+    attention.attnfuzz_device = device
+    if supports is not None:
+        attention.attnfuzz_supports = supports
     return attention
 
 
 sdpa_math = _backend_function([SDPBackend.MATH], "sdpa_math")
 sdpa_flash = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash")
 sdpa = _backend_function(None, "sdpa")  # PyTorch chooses
+
+# The CUDA backends: CUDA tensors over the harness's device buffers, on its stream. Not yet run on
+# a GPU (scripts/real_kernels.sh --gpu runs them).
+sdpa_math_cuda = _backend_function([SDPBackend.MATH], "sdpa_math_cuda", "cuda")
+sdpa_flash_cuda = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash_cuda", "cuda",
+                                    _needs_no_mask)
+sdpa_efficient_cuda = _backend_function([SDPBackend.EFFICIENT_ATTENTION], "sdpa_efficient_cuda",
+                                        "cuda")
+sdpa_cudnn_cuda = _backend_function([SDPBackend.CUDNN_ATTENTION], "sdpa_cudnn_cuda", "cuda")
+sdpa_cuda = _backend_function(None, "sdpa_cuda", "cuda")

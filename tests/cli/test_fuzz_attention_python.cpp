@@ -177,6 +177,8 @@ TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError
       {"no_such_module_anywhere:attention", "ModuleNotFoundError: No module named"},
       {kMisbehaving + ":declares_an_unknown_feature",
        "ValueError: attnfuzz_features: unknown rotary"},
+      {kMisbehaving + ":runs_on_the_gpu",
+       "ValueError: attnfuzz_device 'cuda' needs --py-framework torch"},
       {kReference, "expected FILE.py:FUNCTION or MODULE:FUNCTION"},
       {kSourceDir + "/tests/python:attention", "a file must end in .py"},
   };
@@ -194,7 +196,7 @@ TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError
   const RunResult framework = run("--kernel-py " + quoted(kReference + ":attention") +
                                   " --py-framework tensorflow --configs " + matrix("edges.json"));
   EXPECT_EQ(framework.exit_code, 3);
-  EXPECT_THAT(framework.err, HasSubstr("--py-framework tensorflow: numpy or torch"));
+  EXPECT_THAT(framework.err, HasSubstr("--py-framework tensorflow: numpy, torch or jax"));
 }
 
 }  // namespace

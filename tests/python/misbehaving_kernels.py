@@ -43,3 +43,10 @@ def declares_an_unknown_feature(q, k, v, out, **keywords):
 
 
 declares_an_unknown_feature.attnfuzz_features = {"varlen", "rotary"}
+
+
+def runs_on_the_gpu(q, k, v, out, **keywords):
+    """A device function handed to numpy, whose arrays cannot hold device memory: refused."""
+
+
+runs_on_the_gpu.attnfuzz_device = "cuda"
