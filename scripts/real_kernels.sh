@@ -28,7 +28,8 @@ while (($#)); do
   case "$1" in
     --gpu) gpu=true; shift ;;
     --build-dir) build_dir=$2; shift 2 ;;
-    --budget) budget=$2; shift 2 ;;
+    --budget) budget=$2; shift 2
+      [[ $budget =~ ^[1-9][0-9]*$ ]] || { echo "real_kernels: --budget takes whole seconds" >&2; exit 3; } ;;
     --only) only=$2; shift 2 ;;
     -h|--help) sed -n '3,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "real_kernels: unknown argument '$1'" >&2; exit 3 ;;
@@ -74,7 +75,11 @@ if $gpu; then
     kernels+=("${backend}_cuda torch examples/python/torch_sdpa.py:${backend}_cuda")
   done
   kernels+=("flex_cuda torch examples/python/flex_attention.py:flex_attention_cuda 5")
-  kernels+=("flash_attn torch examples/python/flash_attention.py:flash_attn_func")
+  if "$python" -c 'import flash_attn' 2>/dev/null; then
+    kernels+=("flash_attn torch examples/python/flash_attention.py:flash_attn_func")
+  else
+    echo "real_kernels: flash_attn is not installed in $python's environment: not run"
+  fi
 fi
 for entry in "${kernels[@]}"; do
   read -r name framework spec factor <<<"$entry"

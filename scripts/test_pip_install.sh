@@ -6,21 +6,24 @@
 # package's entry point registers, on the numpy reference kernel (tests/python/): it must pass, and
 # fail with a replay line under a planted bug. Needs what scripts/install_deps.sh installs.
 #   scripts/test_pip_install.sh [WORK_DIR]     (default: a temporary folder, removed after a pass)
-# WORK_DIR must be new or empty, or one this script made before (it is emptied then).
+# WORK_DIR must be new or empty, or a folder this script made before (it is emptied then); a
+# failure keeps it, to look into.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [[ -n ${1:-} ]]; then
-  work=$1
-  if [[ -d $work && -n $(ls -A "$work") && ! -f $work/.attnfuzz-pip-check ]]; then
-    echo "test_pip_install: $work holds files this script did not make: give a new folder" >&2
-    exit 3
-  fi
-  rm -rf "$work"
-  mkdir -p "$work"
-else
+work=${1:-}
+remove_after_a_pass=false
+if [[ -z $work ]]; then
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
+  remove_after_a_pass=true
+elif [[ -e $work && ! -d $work ]]; then
+  echo "test_pip_install: $work is not a folder" >&2
+  exit 3
+elif [[ -d $work && -n $(ls -A "$work") && ! -f $work/.attnfuzz-pip-check ]]; then
+  echo "test_pip_install: $work holds files this script did not make: give a new folder" >&2
+  exit 3
 fi
+rm -rf "$work"
+mkdir -p "$work"
 touch "$work/.attnfuzz-pip-check"
 python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$root/build/CMakeCache.txt" 2>/dev/null || true)
 "${python:-python3}" -m venv "$work/venv"
@@ -55,9 +58,9 @@ status=0
 ATTNFUZZ_TEST_PLANT=gqa_modulo "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
   test_my_attention.py > "$work/planted.log" 2>&1 || status=$?
 if [[ $status -ne 1 ]] || ! grep -q 'replay a failing case' "$work/planted.log"; then
-  trap - EXIT  # keep the folder to look into
   cat "$work/planted.log" >&2
   echo "test_pip_install: the planted bug did not fail the suite with a replay line (exit $status)" >&2
   exit 1
 fi
 echo "test_pip_install: the installed package passes the reference kernel and fails its planted bug"
+if $remove_after_a_pass; then rm -rf "$work"; fi

@@ -163,8 +163,8 @@ class Kernel:
         if self.device not in ("cpu", "cuda"):
             raise ValueError("attnfuzz_device: 'cpu' or 'cuda', not %r" % (self.device,))
         if self.device == "cuda" and self.torch is None:
-            raise ValueError("attnfuzz_device 'cuda' needs --py-framework torch (numpy arrays "
-                             "live in host memory)")
+            raise ValueError("attnfuzz_device 'cuda' needs --py-framework torch (%s arrays "
+                             "live in host memory here)" % framework)
         self.user_supports = getattr(self.fn, "attnfuzz_supports", None)
 
     # ---- what runs ----
@@ -210,13 +210,20 @@ class Kernel:
         requested, the pair (output, lse)), which is checked and copied into the harness's
         buffers."""
         jax, lse = self.jax, keywords["lse"]
-        arrays = {name: None if value is None else jax.numpy.asarray(value)
-                  for name, value in keywords.items()
-                  if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")}
+        try:
+            # Copies: jnp.asarray would map aligned host memory, which the harness reuses after
+            # the call, into arrays the function may keep.
+            def copied(value):
+                return None if value is None else jax.numpy.array(value, copy=True)
+
+            inputs = [copied(tensor) for tensor in (q, k, v)]
+            arrays = {name: copied(value) for name, value in keywords.items()
+                      if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")}
+        except Exception as error:
+            return "the bridge could not make the JAX arrays: " + error_text(error, None)
         shapes = {"lse": None if lse is None else jax.ShapeDtypeStruct(lse.shape, lse.dtype)}
         try:
-            returned = self.fn(jax.numpy.asarray(q), jax.numpy.asarray(k), jax.numpy.asarray(v),
-                               jax.ShapeDtypeStruct(out.shape, out.dtype),
+            returned = self.fn(*inputs, jax.ShapeDtypeStruct(out.shape, out.dtype),
                                **{**keywords, **arrays, **shapes})
             if lse is None:
                 return self.copy_returned(returned, out)
@@ -257,7 +264,11 @@ class Kernel:
             # Device memory: a CUDA tensor over it, on the device the pointer belongs to (no
             # copy); stream None: the caller orders it (forward runs on the harness's stream).
             memory.__cuda_array_interface__ = dict(interface, stream=None)
-            tensor = self.torch.as_tensor(memory)
+            device = self.torch.device("cuda", self.torch.cuda.current_device())
+            tensor = self.torch.as_tensor(memory, device=device)
+            if tensor.data_ptr() != int(address) and tensor.numel() > 0:
+                raise RuntimeError("torch copied the harness's device buffer instead of viewing "
+                                   "it (a default device set to the CPU, or a PyTorch before 2.5?)")
             return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
         memory.__array_interface__ = interface
         array = np.asarray(memory)
@@ -325,7 +336,8 @@ class Kernel:
         """Checks a returned output against `out` and copies it there; an error text if it does
         not fit."""
         if returned is None:
-            return "the function returned None: a --py-framework jax function returns its output"
+            return ("the function returned None where an array was due: a --py-framework jax "
+                    "function returns its output (and, asked for, the log-sum-exp)")
         shape = tuple(getattr(returned, "shape", ()))
         if shape != tuple(out.shape):
             return "the function returned an output of shape %s; expected %s" % (

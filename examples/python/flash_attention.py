@@ -6,13 +6,14 @@ harness's buffers, on its stream); not yet run on a GPU (scripts/real_kernels.sh
     fuzz_attention --kernel-py examples/python/flash_attention.py:flash_attn_func \\
         --py-framework torch --python VENV/bin/python --configs variants.json
 
-Where the conventions differ:
+Needs flash_attn 2.6 or later (softcap, the packed log-sum-exp [heads, total_q]). Where the
+conventions differ:
 - flash_attn returns the output (and, asked for, the log-sum-exp) instead of writing them: copied
   into `out` and `lse` here.
 - Paged K/V goes through flash_attn_with_kvcache, which takes the keys each sequence has as
   `cache_seqlens`, not `cu_seqlens_k`: their differences.
-- flash_attn takes no empty rows' convention argument: a row that sees no key is 0 in its output
-  (and its log-sum-exp +inf), as attnfuzz expects.
+- A row that sees no key is 0 in flash_attn's output and +inf in its log-sum-exp, which attnfuzz
+  accepts (include/attnfuzz/attnfuzz_plugin.h: -inf or +inf).
 """
 import flash_attn
 import torch
@@ -45,6 +46,19 @@ def flash_attn_func(q, k, v, out, *, softmax_scale, causal, window_size, softcap
 flash_attn_func.attnfuzz_features = {"varlen", "paged_kv", "sliding_window", "softcap", "alibi",
                                      "return_lse"}
 flash_attn_func.attnfuzz_device = "cuda"
-flash_attn_func.attnfuzz_supports = lambda problem: (
-    "flash_attn_with_kvcache takes whole query batches: packed queries with paged K/V are not its"
-    if problem["page_size"] and problem["varlen_q"] else None)
+
+
+def _supports(problem):
+    """What this adapter's calls take (flash_attn 2.6 or later: softcap, packed log-sum-exp)."""
+    if problem["page_size"]:
+        if problem["page_size"] % 256:
+            return "flash_attn's paged K/V takes pages of a multiple of 256 rows"
+        if problem["varlen_q"]:
+            return ("this adapter sends paged K/V through flash_attn_with_kvcache, which takes "
+                    "whole query batches")
+    elif problem["varlen_q"] != problem["varlen_k"]:
+        return "flash_attn_varlen_func packs queries and keys both, or neither"
+    return None
+
+
+flash_attn_func.attnfuzz_supports = _supports

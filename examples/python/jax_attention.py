@@ -18,14 +18,14 @@ With --py-framework jax the bridge hands the inputs as JAX arrays (copies: a JAX
 strides of its own) and `out` as its shape and dtype; the function returns the output, which the
 bridge checks and copies into the harness's buffer.
 """
-import os
+import jax
+import jax.numpy as jnp
+import numpy as np
+from attention_conventions import visible_keys
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from attention_conventions import visible_keys  # noqa: E402
+# The CPU, also where jax[cuda] is installed: set before the first computation (the bridge has
+# imported jax already, so the JAX_PLATFORMS variable would come too late).
+jax.config.update("jax_platforms", "cpu")
 
 
 def dot_product_attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap,

@@ -55,6 +55,13 @@ def _needs_no_mask(problem):
     return None
 
 
+def _no_grouped_heads(problem):
+    """PyTorch 2.9's CUDA efficient and cuDNN backends take no `enable_gqa` (flash and math do)."""
+    if problem["kv_heads"] != problem["heads"]:
+        return "SDPA's CUDA efficient and cuDNN backends take no grouped-query attention"
+    return None
+
+
 def _backend_function(backends, name, device="cpu", supports=None):
     def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
                   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse):
@@ -78,6 +85,7 @@ sdpa_math_cuda = _backend_function([SDPBackend.MATH], "sdpa_math_cuda", "cuda")
 sdpa_flash_cuda = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash_cuda", "cuda",
                                     _needs_no_mask)
 sdpa_efficient_cuda = _backend_function([SDPBackend.EFFICIENT_ATTENTION], "sdpa_efficient_cuda",
-                                        "cuda")
-sdpa_cudnn_cuda = _backend_function([SDPBackend.CUDNN_ATTENTION], "sdpa_cudnn_cuda", "cuda")
+                                        "cuda", _no_grouped_heads)
+sdpa_cudnn_cuda = _backend_function([SDPBackend.CUDNN_ATTENTION], "sdpa_cudnn_cuda", "cuda",
+                                    _no_grouped_heads)
 sdpa_cuda = _backend_function(None, "sdpa_cuda", "cuda")

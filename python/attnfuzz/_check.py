@@ -6,8 +6,10 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -18,8 +20,7 @@ _MAX_MESSAGE_LINES = 120
 
 class CheckFailed(AssertionError):
     """A case (or a property) failed. The message holds the failing cases' rows and the command
-    that replays each; `report` is the matrix run's JSON report (None when the property search
-    failed after the matrix passed, or the run wrote none)."""
+    that replays each; `report` is the matrix run's JSON report (None when the run wrote none)."""
 
     def __init__(self, message, report=None, output=""):
         super().__init__(message)
@@ -73,7 +74,8 @@ def kernel_spec(fn):
                         "the harness imports the module in its own processes and looks the "
                         "function up there (define it at module level, not in a function or as a "
                         "lambda)")
-    if "." in module.__name__ and module.__name__ != "__main__":
+    file_name = os.path.basename(getattr(module, "__file__", "") or "")
+    if module.__name__ != "__main__" and ("." in module.__name__ or file_name == "__init__.py"):
         return f"{module.__name__}:{name}"
     source = inspect.getsourcefile(fn) or getattr(module, "__file__", None)
     if not source:
@@ -83,16 +85,20 @@ def kernel_spec(fn):
 
 def _framework_of(fn):
     """The function's `attnfuzz_framework`; else torch for a device function or one whose module
-    imported torch (tensors it can call torch on), jax for one whose module imported jax; else
-    numpy (a spec string too)."""
+    uses torch (anything of it imported: `import torch.nn.functional as F` too), jax for one whose
+    module uses jax; else numpy (a spec string too)."""
     declared = getattr(fn, "attnfuzz_framework", None)
     if declared:
         return declared
     if getattr(fn, "attnfuzz_device", "cpu") == "cuda":
         return "torch"
-    module_globals = getattr(fn, "__globals__", {})
+    roots = set()
+    for value in getattr(fn, "__globals__", {}).values():
+        origin = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        if isinstance(origin, str):
+            roots.add(origin.split(".")[0])
     for framework in ("torch", "jax"):
-        if framework in module_globals:
+        if framework in roots:
             return framework
     return "numpy"
 
@@ -142,25 +148,30 @@ def _known_failures_file(known_failures, folder):
 
 
 def _user_paths():
-    """This process's sys.path less the interpreter's own (its standard library and installed
-    packages, which the harness's interpreter has of its own): where the user's modules are."""
-    prefixes = {os.path.realpath(prefix) + os.sep for prefix in
-                (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    """This process's sys.path less the interpreter's own folders (its standard library and
+    installed packages, which the harness's interpreter has of its own): where the user's modules
+    are (the working directory, a test's folder, pytest's `pythonpath`, a conftest's additions)."""
+    own = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    own.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        own.add(site.getusersitepackages())
+    own = {os.path.realpath(path) + os.sep for path in own if path}
     paths = []
     for entry in sys.path:
         path = os.path.realpath(entry or os.getcwd())
-        if not any((path + os.sep).startswith(prefix) for prefix in prefixes):
+        if not os.path.isdir(path):
+            continue  # the standard library's zip file, and entries that do not exist
+        if not any((path + os.sep).startswith(folder) for folder in own) and path not in paths:
             paths.append(path)
     return paths
 
 
-def _environment(spec):
-    """The harness's environment: a module spec imports through this process's own paths."""
+def _environment():
+    """The harness's environment: the function's module, and what it imports, import there
+    through this process's own paths."""
     environment = dict(os.environ)
-    if not spec.split(":")[0].endswith(".py"):
-        existing = environment.get("PYTHONPATH")
-        paths = _user_paths() + ([existing] if existing else [])
-        environment["PYTHONPATH"] = os.pathsep.join(paths)
+    existing = environment.get("PYTHONPATH")
+    environment["PYTHONPATH"] = os.pathsep.join(_user_paths() + ([existing] if existing else []))
     return environment
 
 
@@ -209,6 +220,11 @@ def check(fn, *, configs=None, properties_budget=0.0, properties=(), framework=N
     HarnessError when the harness refuses the run.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's
+    if "ATTNFUZZ_KERNEL_PY" in os.environ:
+        # The harness imports the function's module in its own processes: a script that checks a
+        # function of its own at its top level would start harnesses without end.
+        raise HarnessError("attnfuzz.check called inside a harness's process: guard the call "
+                           "with `if __name__ == \"__main__\":`")
     spec = kernel_spec(fn)
     if workdir is None:
         folder = tempfile.mkdtemp(prefix="attnfuzz-check-")
@@ -230,7 +246,7 @@ def check(fn, *, configs=None, properties_budget=0.0, properties=(), framework=N
     folder.mkdir(parents=True, exist_ok=True)
     base = [harness_path(), "--kernel-py", spec, "--python", python or sys.executable,
             "--py-framework", framework or _framework_of(fn), "--progress-every", "0", *flags]
-    environment = _environment(spec)
+    environment = _environment()
 
     report_path = folder / "report.json"
     report_path.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import attnfuzz
@@ -116,6 +117,28 @@ def test_what_the_harness_cannot_run_is_a_harness_error_and_a_lambda_a_type_erro
         attnfuzz.check(str(tmp_path / "no_such_kernel.py") + ":attention", configs=SMALL)
     with pytest.raises(TypeError, match="module level"):
         attnfuzz.check(lambda q, k, v, out, **keywords: None)
+
+
+def test_the_framework_follows_what_the_functions_module_uses():
+    def function_of(**module_globals):
+        namespace = dict(module_globals)
+        exec("def attention(q, k, v, out, **keywords): pass", namespace)
+        return namespace["attention"]
+
+    jax_array = type("Array", (), {"__module__": "jax._src.array"})  # `from jax import Array`
+    torch_function = type("F", (), {"__module__": "torch.nn.functional"})
+    assert attnfuzz._check._framework_of(function_of(np=np)) == "numpy"
+    assert attnfuzz._check._framework_of(function_of(Array=jax_array)) == "jax"
+    assert attnfuzz._check._framework_of(function_of(F=torch_function)) == "torch"
+    on_the_gpu = function_of(np=np)
+    on_the_gpu.attnfuzz_device = "cuda"
+    assert attnfuzz._check._framework_of(on_the_gpu) == "torch"
+
+
+def test_a_check_inside_a_harness_process_is_refused(monkeypatch):
+    monkeypatch.setenv("ATTNFUZZ_KERNEL_PY", "script.py:attention")
+    with pytest.raises(attnfuzz.HarnessError, match="__name__"):
+        attnfuzz.check(reference_attention.attention, configs=SMALL)
 
 
 def test_the_fixture_passes_fails_and_skips_a_kernels_own_tests(pytester, monkeypatch):
