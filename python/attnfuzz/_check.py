@@ -216,7 +216,7 @@ def check(fn, *, configs=None, properties_budget=0.0, properties=(), framework=N
         point into it).
     timeout: seconds for each harness run; default: none.
 
-    Raises CheckFailed when a case or a property fails, NothingRan when every case was skipped,
+    Raises CheckFailed when a case or a property fails, NothingRan when nothing passed or failed,
     HarnessError when the harness refuses the run.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's
