@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli/case_selection.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -12,6 +10,7 @@
 #include "case/work_cap.h"
 #include "core/exit_codes.h"
 #include "core/harness_error.h"
+#include "core/shell_pattern.h"
 #include "core/text.h"
 #include "core/write_file_atomically.h"
 #include "matrix/case_file.h"
@@ -19,15 +18,6 @@
 #include "run/shard.h"
 
 namespace attnfuzz {
-namespace {
-
-// Whether a case id matches a --case pattern: the id itself (a replayed file's name may hold * or
-// [), or a shell wildcard pattern (fnmatch: * and ? match '/' too).
-bool id_matches(const std::string& id, const std::string& pattern) {
-  return id == pattern || fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
-}
-
-}  // namespace
 
 std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
                                         const std::vector<std::string>& patterns) {
@@ -37,7 +27,8 @@ std::vector<AttentionCase> select_cases(const CaseMatrix& matrix,
   for (const AttentionCase& attention_case : matrix.cases) {
     bool selects = false;
     for (std::size_t index = 0; index < patterns.size(); ++index) {
-      if (id_matches(attention_case.id, patterns[index])) selects = matched[index] = true;
+      if (matches_shell_pattern(patterns[index], attention_case.id))
+        selects = matched[index] = true;
     }
     if (selects) selected.push_back(attention_case);
   }

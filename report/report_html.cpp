@@ -802,9 +802,8 @@ std::string run_to_html(const RunReport& report, const ReplayOf& replay_of) {
   out << "<h1>attnfuzz report: " << escape(summary.matrix_name) << "</h1>\n";
   out << "<div class=\"verdict verdict-" << verdict << "\" id=\"verdict\"><span class=\"word\">"
       << verdict_word << "</span>" << summary.passed << " passed, " << summary.failed << " failed, "
-      << summary.skipped << " skipped"
-      << (summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string())
-      << " of " << summary.total << " · exit code " << summary.exit_code << "</div>\n";
+      << summary.skipped << " skipped" << known_count_phrase(summary) << " of " << summary.total
+      << " · exit code " << summary.exit_code << "</div>\n";
   out << "<p class=\"note\">matrix <code>" << escape(summary.matrix_source) << "</code> · "
       << fixed_decimals(summary.wall_seconds, 1) << " s wall · started "
       << escape(summary.started_at) << " · backend " << escape(report.environment.backend)

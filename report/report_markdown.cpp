@@ -108,8 +108,7 @@ std::string run_to_markdown(const RunReport& report, const ReplayOf& replay_of) 
   const char* verdict = summary.failed > 0 ? "FAIL" : summary.passed > 0 ? "PASS" : "SKIP";
   out << "## attnfuzz " << cell(summary.matrix_name) << ": " << verdict << " — " << summary.passed
       << " passed, " << summary.failed << " failed, " << summary.skipped << " skipped"
-      << (summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string())
-      << " (exit " << summary.exit_code << ")\n\n";
+      << known_count_phrase(summary) << " (exit " << summary.exit_code << ")\n\n";
   out << "Matrix " << code(summary.matrix_source) << ", backend "
       << code(report.environment.backend) << ", " << significant_digits(summary.wall_seconds, 3)
       << " s, build " << code(report.environment.git_commit)

@@ -135,11 +135,6 @@ void write_time_by_step(std::ostream& out, const RunReport& report) {
   out << '\n';
 }
 
-// ", 2 known" when some cases failed as --known-failures lists them; nothing otherwise.
-std::string known_count(const RunSummary& summary) {
-  return summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string();
-}
-
 }  // namespace
 
 void write_table_header(std::ostream& out) {
@@ -193,7 +188,7 @@ void write_performance_table(std::ostream& out, const RunReport& report, bool on
 void write_table_summary(std::ostream& out, const RunReport& report) {
   const RunSummary& summary = report.summary;
   out << summary.total << " cases: " << summary.passed << " passed, " << summary.failed
-      << " failed, " << summary.skipped << " skipped" << known_count(summary) << " (exit "
+      << " failed, " << summary.skipped << " skipped" << known_count_phrase(summary) << " (exit "
       << summary.exit_code << ") in " << fixed_decimals(summary.wall_seconds, 2) << " s\n";
   write_time_by_step(out, report);
 
@@ -207,7 +202,7 @@ void write_table_summary(std::ostream& out, const RunReport& report) {
   if (report.bench) write_bench_summary(out, *report.bench);
 
   out << summary.passed << " passed, " << summary.failed << " failed, " << summary.skipped
-      << " skipped" << known_count(summary) << "\n";
+      << " skipped" << known_count_phrase(summary) << "\n";
 }
 
 }  // namespace attnfuzz

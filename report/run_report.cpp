@@ -37,6 +37,10 @@ void summarize(RunReport& report) {
   }
 }
 
+std::string known_count_phrase(const RunSummary& summary) {
+  return summary.known > 0 ? ", " + std::to_string(summary.known) + " known" : std::string();
+}
+
 std::vector<std::pair<std::string, int>> skip_reasons_by_count(const RunReport& report) {
   std::vector<std::pair<std::string, int>> reasons;
   for (const CaseResult& result : report.results) {

@@ -51,6 +51,10 @@ struct RunReport {
 // failures count neither way: a run of only those and skips passed nothing.
 void summarize(RunReport& report);
 
+// ", 2 known" after the other counts when cases failed as --known-failures lists them; "" when
+// none did, so that runs without the flag read as they always have.
+std::string known_count_phrase(const RunSummary& summary);
+
 // The reasons cases were skipped and how many each, most common first (ties keep the order in
 // which they first appeared).
 std::vector<std::pair<std::string, int>> skip_reasons_by_count(const RunReport& report);

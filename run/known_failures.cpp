@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "run/known_failures.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 #include "core/harness_error.h"
 #include "core/json_diagnostics.h"
 #include "core/json_parse.h"
+#include "core/shell_pattern.h"
 #include "core/text.h"
 
 namespace attnfuzz {
@@ -71,8 +70,9 @@ KnownFailure entry_of(const Json& entry, const std::string& source, const std::s
   return known;
 }
 
-bool pattern_matches(const std::string& pattern, const std::string& text) {
-  return pattern.empty() || pattern == text || fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+// An entry's pattern: empty matches any name.
+bool pattern_matches(const std::string& pattern, const std::string& name) {
+  return pattern.empty() || matches_shell_pattern(pattern, name);
 }
 
 bool lists_case(const KnownFailure& known, const CaseResult& result) {

@@ -117,15 +117,20 @@ def _shipped_matrix(name):
     return None
 
 
+def _written(document, folder, name):
+    """`document` as a JSON file in `folder`, for a flag that takes a file; its path."""
+    path = Path(folder) / name
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
 def _matrix_file(configs, folder):
     """--configs' file for `configs`: a path, a shipped matrix's name, a matrix document (dict) or
     a list of cases (dicts of case keys)."""
     if isinstance(configs, (list, tuple)):
         configs = {"name": "check", "cases": list(configs)}
     if isinstance(configs, dict):
-        path = Path(folder) / "matrix.json"
-        path.write_text(json.dumps(configs))
-        return str(path)
+        return _written(configs, folder, "matrix.json")
     path = Path(os.fspath(configs))
     if path.is_file():
         return str(path)
@@ -138,12 +143,11 @@ def _matrix_file(configs, folder):
 
 
 def _known_failures_file(known_failures, folder):
+    """--known-failures' file: a path, the document (dict) or its entries (dicts)."""
     if isinstance(known_failures, (list, tuple)):
         known_failures = {"known_failures": list(known_failures)}
     if isinstance(known_failures, dict):
-        path = Path(folder) / "known_failures.json"
-        path.write_text(json.dumps(known_failures))
-        return str(path)
+        return _written(known_failures, folder, "known_failures.json")
     return os.fspath(known_failures)
 
 
