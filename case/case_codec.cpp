@@ -65,12 +65,6 @@ class ByteReader {
     }
     return value;
   }
-  double get_double() {
-    const std::uint64_t bits = get(8);
-    double value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-  }
   std::size_t position() const { return position_; }
 
  private:
@@ -253,23 +247,45 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   return out.take();
 }
 
-std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, std::string* why,
-                                         bool* fitted) {
-  if (bytes.size() < kHeaderBytes) {
+namespace {
+
+// A usable scale from any eight bytes: 1/sqrt(head_dim) times 2^e, e in [-8, 8) with sixteen bits
+// of fraction, so that folded scales fall off the fp16 and bf16 grids as well as on powers of two.
+double folded_scale(std::uint64_t bits, std::int64_t head_dim) {
+  const double exponent =
+      static_cast<double>(bits % 16) - 8.0 + static_cast<double>((bits >> 4) & 0xFFFFu) / 65536.0;
+  return std::exp2(exponent) / std::sqrt(static_cast<double>(head_dim));
+}
+
+// decode_case's work. With `any_bytes`, what the exact form rejects is read as a case instead
+// (decode_any_bytes); `repaired` then says whether anything was.
+std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, bool any_bytes,
+                                           std::string* why, bool* fitted, bool* repaired) {
+  bool version_2 = false;
+  std::span<const std::uint8_t> body;
+  const bool valid_header =
+      bytes.size() >= kHeaderBytes && starts_with_case_magic(bytes) &&
+      (bytes[3] == kCaseEncodingVersion || bytes[3] == kCaseEncodingVersionWithVariants);
+  if (valid_header) {
+    version_2 = bytes[3] == kCaseEncodingVersionWithVariants;
+    body = bytes.subspan(kHeaderBytes);
+  } else if (any_bytes) {
+    // The version's low bit picks the form (1 odd, 2 even); the fields start where they would.
+    version_2 = bytes.size() >= kHeaderBytes && (bytes[3] & 1u) == 0;
+    body = bytes.subspan(std::min(bytes.size(), kHeaderBytes));
+    if (repaired != nullptr) *repaired = true;
+  } else if (bytes.size() < kHeaderBytes) {
     return fail<AttentionCase>(why, "too short for a case (" + std::to_string(bytes.size()) +
                                         " bytes, the header alone has 4)");
-  }
-  if (!starts_with_case_magic(bytes)) {
+  } else if (!starts_with_case_magic(bytes)) {
     return fail<AttentionCase>(why, "not a case: the first bytes are not \"AFZ\"");
-  }
-  const bool version_2 = bytes[3] == kCaseEncodingVersionWithVariants;
-  if (bytes[3] != kCaseEncodingVersion && !version_2) {
+  } else {
     return fail<AttentionCase>(why, "case encoding version " + std::to_string(bytes[3]) +
                                         " is not supported (this build reads versions " +
                                         std::to_string(kCaseEncodingVersion) + " and " +
                                         std::to_string(kCaseEncodingVersionWithVariants) + ")");
   }
-  ByteReader in(bytes.subspan(kHeaderBytes));
+  ByteReader in(body);
   AttentionCase attention_case;
   attention_case.seq_len_q = 1 + static_cast<std::int64_t>(in.get(2) % kEncodedMaxSeqLen);
   const bool has_seq_len_k = !in.exhausted();
@@ -294,11 +310,16 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
   attention_case.injection.tensor = static_cast<TensorRole>(in.get(1) % 3);
   attention_case.injection.count = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxInjections);
   if (attention_case.injection.value == SpecialValue::none) attention_case.injection = {};
-  attention_case.softmax_scale = in.get_double();
+  const std::uint64_t scale_bits = in.get(8);
+  std::memcpy(&attention_case.softmax_scale, &scale_bits, sizeof scale_bits);
   if (!usable_scale(attention_case.softmax_scale, attention_case.head_dim)) {
-    return fail<AttentionCase>(why,
-                               "softmax scale is not finite, positive and within 2^8 of "
-                               "1/sqrt(head_dim)");
+    if (!any_bytes) {
+      return fail<AttentionCase>(why,
+                                 "softmax scale is not finite, positive and within 2^8 of "
+                                 "1/sqrt(head_dim)");
+    }
+    attention_case.softmax_scale = folded_scale(scale_bits, attention_case.head_dim);
+    if (repaired != nullptr) *repaired = true;
   }
   if (version_2) {
     const std::uint64_t flags = in.get(1);
@@ -330,15 +351,38 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, st
   }
   const std::size_t name_length = in.get(1);
   if (in.remaining() != name_length) {
-    return fail<AttentionCase>(why, std::to_string(in.remaining()) +
-                                        " bytes follow the kernel name length " +
-                                        std::to_string(name_length) + ": they must match");
+    if (!any_bytes) {
+      return fail<AttentionCase>(why, std::to_string(in.remaining()) +
+                                          " bytes follow the kernel name length " +
+                                          std::to_string(name_length) + ": they must match");
+    }
+    if (repaired != nullptr) *repaired = true;
+    return attention_case;  // the default kernel
   }
   attention_case.kernel.assign(bytes.end() - static_cast<std::ptrdiff_t>(name_length), bytes.end());
   if (!usable_kernel_name(attention_case.kernel)) {
-    return fail<AttentionCase>(why, "kernel name has characters outside [A-Za-z0-9_.-]");
+    if (!any_bytes) {
+      return fail<AttentionCase>(why, "kernel name has characters outside [A-Za-z0-9_.-]");
+    }
+    attention_case.kernel.clear();
+    if (repaired != nullptr) *repaired = true;
   }
   return attention_case;
+}
+
+}  // namespace
+
+std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes, std::string* why,
+                                         bool* fitted) {
+  return decode_fields(bytes, false, why, fitted, nullptr);
+}
+
+AttentionCase decode_any_bytes(std::span<const std::uint8_t> bytes, bool* fitted, bool* repaired) {
+  if (repaired != nullptr) *repaired = false;
+  // With any_bytes every path returns a case: a failure added to decode_fields must say so here.
+  std::optional<AttentionCase> decoded = decode_fields(bytes, true, nullptr, fitted, repaired);
+  if (!decoded) throw std::logic_error("decode_any_bytes: bytes read as no case");
+  return *std::move(decoded);
 }
 
 nlohmann::json case_keys_to_json(const AttentionCase& attention_case) {

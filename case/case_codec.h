@@ -21,7 +21,9 @@
 // fit_to_work_cap does (batch first, then heads, then lengths, keeping tail tiles): decoding is
 // size-aware, so large shapes reach libFuzzer made smaller rather than not at all, and a crash file
 // replays as the fitted case that failed. Only a wrong magic or version, an unusable scale, or a
-// kernel name longer than the bytes left or with odd characters is rejected, with a message.
+// kernel name longer than the bytes left or with odd characters is rejected, with a message;
+// decode_any_bytes reads those too (libFuzzer's mutator writes what it reads back exactly, so that
+// every mutation it runs, and every crash file, is a case decode_case reads).
 // Encoding writes every field and refuses a case over the cap (fit it first), so
 // decode(encode(c)) == c for every case the binary form can hold.
 //
@@ -69,6 +71,14 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
 // `fitted`, when given, says whether the shape was over the work cap and fitted under it.
 std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes,
                                          std::string* why = nullptr, bool* fitted = nullptr);
+
+// Any bytes as a case, for libFuzzer's mutations: bytes decode_case reads decode as it reads them;
+// of the others, a wrong magic or version leaves the fields where they would be (the version's low
+// bit choosing the form: odd 1, even 2), an unusable scale is folded into 2^-8 .. 2^8 times
+// 1/sqrt(head_dim), and a kernel name that does not fill the bytes left, or has odd characters,
+// gives the default kernel. `repaired` says whether any of that happened.
+AttentionCase decode_any_bytes(std::span<const std::uint8_t> bytes, bool* fitted = nullptr,
+                               bool* repaired = nullptr);
 
 // The bytes of a whole case in the binary form, but for its kernel name.
 inline constexpr std::size_t kWholeCaseMinBytes = 36;

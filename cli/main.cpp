@@ -149,7 +149,8 @@ int run(int argc, char** argv) {
   // matrix run's cases and timing rounds, or the property search's checks.
   if (options.worker) {
     const CaseRunner runner(settings);
-    return serve_worker(runner, {ContainedPropertyCheck::request_kind(settings)});
+    return serve_worker(runner, {ContainedPropertyCheck::request_kind(settings),
+                                 ContainedPropertyCheck::reach_request_kind(settings)});
   }
   if (!options.describe.empty()) return describe(options.describe);
   if (options.list_cases) return list_cases(options);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli/property_mode.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -31,7 +33,10 @@ std::vector<Property> selected_properties(const HarnessOptions& options) {
       throw HarnessError("--property: unknown property '" + name +
                          "' (fuzz_attention --list-properties lists them)");
     }
-    selected.push_back(*property);
+    // A property named twice is checked once.
+    if (std::find(selected.begin(), selected.end(), *property) == selected.end()) {
+      selected.push_back(*property);
+    }
   }
   return selected;
 }
@@ -68,7 +73,8 @@ int replay_properties(const HarnessOptions& options, const RunSettings& settings
 }
 
 int search_properties(const HarnessOptions& options, const RunSettings& settings,
-                      const PropertyChecker& checker) {
+                      const PropertyChecker& checker,
+                      const std::function<KernelReach()>& reach_probe) {
   if (!(options.budget > 0.0 && options.budget <= kMaxBudgetSeconds)) {
     throw HarnessError("--budget: must be a number of seconds > 0 and <= " +
                        std::to_string(static_cast<long long>(kMaxBudgetSeconds)) + ", got " +
@@ -82,6 +88,7 @@ int search_properties(const HarnessOptions& options, const RunSettings& settings
   search.regressions_dir = options.regressions;
   search.stop_at_first_failure = options.fail_fast;
   search.checker = checker;
+  search.reach_probe = reach_probe;
   std::cout << "fuzz_attention --properties: " << options.budget << " s budget, seed "
             << options.seed << ", kernel " << CaseRunner(settings).kernel_for(AttentionCase{})
             << ", plant " << options.plant << "\n";
@@ -139,14 +146,16 @@ int run_property_mode(const HarnessOptions& options, const RunSettings& settings
   CaseRunner(settings).validate(AttentionCase{});  // the kernel exists and carries the plant
   std::optional<ContainedPropertyCheck> contained;
   PropertyChecker checker;
+  std::function<KernelReach()> reach_probe;
   if (!options.in_process) {
     const double budget = options.replay.empty() ? options.budget : kMaxBudgetSeconds;
     contained.emplace(case_run_settings(options, argc, argv).workers, budget);
     checker = [&](Property property, const AttentionCase& attention_case) {
       return (*contained)(property, attention_case);
     };
+    reach_probe = [&] { return contained->reach(); };
   }
-  return options.replay.empty() ? search_properties(options, settings, checker)
+  return options.replay.empty() ? search_properties(options, settings, checker, reach_probe)
                                 : replay_properties(options, settings, checker);
 }
 

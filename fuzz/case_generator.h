@@ -9,13 +9,16 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "case/attention_case.h"
 #include "case/work_cap.h"
+#include "core/problem_features.h"
 #include "core/splitmix.h"
 
 namespace attnfuzz {
@@ -54,6 +57,21 @@ inline rc::Gen<std::int64_t> sequence_length(std::int64_t max_length) {
   });
 }
 
+// The head dims the generator draws: those of the built-in kernels, and (with other_head_dims)
+// others a plugin may have.
+inline constexpr std::int64_t kBuiltInHeadDims[] = {64, 32, 96, 128, 256};
+inline constexpr std::int64_t kOtherHeadDims[] = {80, 160, 192, 16};
+
+// What the kernel under test can run, learnt before the search draws (fuzz/kernel_reach.h, which
+// asks the kernel; defined here, with the generator that reads it): the generator draws nothing
+// else, so that no draw is spent on a case the kernel would skip.
+struct KernelReach {
+  std::uint32_t features = kAllProblemFeatures;  // the variants it runs
+  std::vector<std::int64_t> head_dims;           // empty: every head dim the generator draws
+  std::vector<Dtype> dtypes;                     // empty: every dtype
+  bool grouped_heads = true;                     // GQA and MQA: more query heads than kv heads
+};
+
 struct CaseLimits {
   std::int64_t max_seq_len = 200;
   std::vector<DataDistribution> distributions;  // empty: every distribution
@@ -66,18 +84,32 @@ struct CaseLimits {
   bool other_head_dims = false;  // 1 case in 8 with a head dim no built-in kernel supports:
                                  // 16, 80, 160 or 192 (a plugin's, perhaps)
   bool decode_steps = false;     // 1 case in 8 a decode step: a few query rows, 257+ keys
+  KernelReach reach = {};        // what the kernel under test runs; default: everything
 };
 
 // The cases the property search (fuzz_attention --properties) draws from, and the false-alarm
 // bench with it: sequences up to 256, every distribution and special value, and every wider axis.
-inline CaseLimits search_case_limits() {
+inline CaseLimits search_case_limits(KernelReach reach = {}) {
   return {.max_seq_len = 256,
           .distributions = {},
           .injections = true,
           .other_scales = true,
           .long_rows = true,
           .other_head_dims = true,
-          .decode_steps = true};
+          .decode_steps = true,
+          .reach = std::move(reach)};
+}
+
+// The values of `drawn` that `reached` holds (all of them when `reached` is empty).
+template <typename Value>
+std::vector<Value> reached_values(std::span<const Value> drawn, const std::vector<Value>& reached) {
+  std::vector<Value> kept;
+  for (const Value value : drawn) {
+    if (reached.empty() || std::find(reached.begin(), reached.end(), value) != reached.end()) {
+      kept.push_back(value);
+    }
+  }
+  return kept;
 }
 
 // softmax_scale as a multiple of the default 1/sqrt(head_dim), or 0 (the default itself) 3 times
@@ -137,17 +169,31 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       distributions.push_back(info.distribution);
     }
   }
-  const rc::Gen<std::int64_t> built_in_head_dim = choice<std::int64_t>({64, 32, 96, 128, 256});
+  // The head dims and dtypes the kernel runs, of those drawn; all of them when it runs none.
+  std::vector<std::int64_t> built_in_dims =
+      reached_values<std::int64_t>(kBuiltInHeadDims, limits.reach.head_dims);
+  std::vector<std::int64_t> other_dims =
+      limits.other_head_dims ? reached_values<std::int64_t>(kOtherHeadDims, limits.reach.head_dims)
+                             : std::vector<std::int64_t>{};
+  if (built_in_dims.empty() && other_dims.empty()) {
+    built_in_dims.assign(std::begin(kBuiltInHeadDims), std::end(kBuiltInHeadDims));
+  }
   const rc::Gen<std::int64_t> head_dim =
-      limits.other_head_dims
-          ? rc::gen::weightedOneOf<std::int64_t>(
-                {{7, built_in_head_dim}, {1, choice<std::int64_t>({80, 160, 192, 16})}})
-          : built_in_head_dim;
+      built_in_dims.empty() ? choice(std::move(other_dims))
+      : other_dims.empty()
+          ? choice(std::move(built_in_dims))
+          : rc::gen::weightedOneOf<std::int64_t>(
+                {{7, choice(std::move(built_in_dims))}, {1, choice(std::move(other_dims))}});
+  std::vector<Dtype> all_dtypes;
+  for (const DtypeTraits& traits : kDtypeTraits) all_dtypes.push_back(traits.dtype);
+  std::vector<Dtype> dtypes = reached_values<Dtype>(all_dtypes, limits.reach.dtypes);
+  if (dtypes.empty()) dtypes = all_dtypes;
   const auto shape = rc::gen::tuple(
-      rc::gen::inRange<std::int64_t>(1, 3),                 // batch
-      choice<std::int64_t>({1, 2, 3}),                      // kv_heads
-      choice<std::int64_t>({1, 2, 3}),                      // query heads per kv head
-      sequence_length(limits.max_seq_len),                  // seq_len_q
+      rc::gen::inRange<std::int64_t>(1, 3),  // batch
+      choice<std::int64_t>({1, 2, 3}),       // kv_heads
+      limits.reach.grouped_heads ? choice<std::int64_t>({1, 2, 3})
+                                 : rc::gen::just<std::int64_t>(1),  // query heads per kv head
+      sequence_length(limits.max_seq_len),                          // seq_len_q
       rc::gen::maybe(sequence_length(limits.max_seq_len)),  // seq_len_k (nothing: = seq_len_q)
       head_dim);                                            // head_dim
   // What the wider axes add: a scale factor, a long row length (0: none) and a decode step's
@@ -163,7 +209,7 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
                                 {{7, no_decode_step}, {1, decode_step()}})
                           : no_decode_step);
   const auto numerics_and_data = rc::gen::tuple(
-      choice<Dtype>({Dtype::fp16, Dtype::bf16}), choice<bool>({false, true}),  // dtype, causal
+      choice(std::move(dtypes)), choice<bool>({false, true}),  // dtype, causal
       choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
       choice(std::move(distributions)), uniform<std::uint64_t>(0, std::uint64_t{1} << 32),
       limits.injections ? special_value_injection() : rc::gen::just(SpecialValueInjection{}));
@@ -230,8 +276,9 @@ inline std::vector<std::int64_t> drawn_sequence_lengths(std::int64_t batch, std:
 // The attention variants on top of `base`'s cases, each on about half the time and shrinking to
 // off: packed query and/or key lengths, paged K/V (pages of 16, 64, 256 rows and an odd one),
 // sliding windows (either side, narrow or wide, with or without causal), soft-capping, ALiBi and
-// the log-sum-exp output.
-inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base) {
+// the log-sum-exp output. Only the variants in `features` (the kernel's reach) are drawn.
+inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
+                                            std::uint32_t features = kAllProblemFeatures) {
   const auto variants =
       rc::gen::tuple(choice<int>({0, 0, 0, 1, 2, 3}),                  // varlen: none, q, k, both
                      choice<std::int64_t>({0, 0, 0, 16, 64, 256, 5}),  // page_size
@@ -241,10 +288,19 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base) {
                      choice<bool>({false, false, true}),                     // alibi
                      choice<bool>({false, true}),                            // return_lse
                      uniform<std::uint64_t>(0, std::uint64_t{1} << 32));     // the lengths' seed
-  return rc::gen::map(rc::gen::pair(std::move(base), variants), [](const auto& drawn) {
+  return rc::gen::map(rc::gen::pair(std::move(base), variants), [features](const auto& drawn) {
     AttentionCase attention_case = drawn.first;
-    const auto& [varlen, page_size, window_left, window_right, softcap, alibi, return_lse,
-                 lengths_seed] = drawn.second;
+    auto [varlen, page_size, window_left, window_right, softcap, alibi, return_lse, lengths_seed] =
+        drawn.second;
+    const auto declared = [features](ProblemFeature feature) {
+      return (features & static_cast<std::uint32_t>(feature)) != 0;
+    };
+    if (!declared(ProblemFeature::varlen)) varlen = 0;
+    if (!declared(ProblemFeature::paged_kv)) page_size = 0;
+    if (!declared(ProblemFeature::sliding_window)) window_left = window_right = -1;
+    if (!declared(ProblemFeature::softcap)) softcap = 0.0;
+    if (!declared(ProblemFeature::alibi)) alibi = false;
+    if (!declared(ProblemFeature::return_lse)) return_lse = false;
     if (varlen & 1)
       attention_case.seq_lens_q =
           drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_q, lengths_seed);
@@ -264,8 +320,9 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base) {
 // What the property search checks against the oracle (matches_oracle), and the false-alarm bench
 // with it: every case search_case_limits() allows, with the variants. (The metamorphic properties
 // draw small_case(search_case_limits()) alone: their relations are written for dense cases.)
-inline rc::Gen<AttentionCase> search_cases() {
-  return with_variants(small_case(search_case_limits()));
+// `reach`: what the kernel under test runs (fuzz/kernel_reach.h); default: everything.
+inline rc::Gen<AttentionCase> search_cases(const KernelReach& reach = {}) {
+  return with_variants(small_case(search_case_limits(reach)), reach.features);
 }
 
 }  // namespace attnfuzz

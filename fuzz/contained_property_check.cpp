@@ -22,6 +22,8 @@ constexpr double kFirstCheckGraceSeconds = 10.0;
 
 // The key of a property check's request: the property's name.
 constexpr const char* kPropertyKey = "property";
+// The key of the reach's request (its value is not read).
+constexpr const char* kReachKey = "kernel_reach";
 
 }  // namespace
 
@@ -83,6 +85,31 @@ PropertyCheck ContainedPropertyCheck::operator()(Property property,
   };
   pool_.run({0}, request_of, on_record, on_loss);
   return judged ? PropertyCheck(failure) : PropertyCheck::not_judged();
+}
+
+KernelReach ContainedPropertyCheck::reach() {
+  pool_.set_case_timeout(case_timeout_seconds_ > 0
+                             ? case_timeout_seconds_
+                             : std::max(kFirstCheckGraceSeconds, budget_seconds_));
+  KernelReach reach;
+  const auto request_of = [](std::size_t) {
+    return nlohmann::json{
+        {"id", "kernel_reach"}, {"case", case_keys_to_json(AttentionCase{})}, {kReachKey, true}};
+  };
+  const auto on_record = [&](std::size_t, const nlohmann::json& record) {
+    reach = kernel_reach_from_json(record.at("reach"));
+    return true;
+  };
+  const auto on_loss = [](std::size_t, const WorkerLoss&) { return true; };  // everything, then
+  pool_.run({0}, request_of, on_record, on_loss);
+  return reach;
+}
+
+WorkerRequestKind ContainedPropertyCheck::reach_request_kind(const RunSettings& settings) {
+  return {kReachKey, [settings](const AttentionCase&, const nlohmann::json&) -> nlohmann::json {
+            return {{"status", "pass"},
+                    {"reach", kernel_reach_to_json(probe_kernel_reach(CaseRunner(settings)))}};
+          }};
 }
 
 WorkerRequestKind ContainedPropertyCheck::request_kind(const RunSettings& settings) {

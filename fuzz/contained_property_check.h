@@ -12,6 +12,7 @@
 #include <string>
 
 #include "case/attention_case.h"
+#include "fuzz/kernel_reach.h"
 #include "fuzz/properties.h"
 #include "run/case_worker.h"
 #include "run/worker_pool.h"
@@ -33,10 +34,17 @@ class ContainedPropertyCheck {
   // budget.
   PropertyCheck operator()(Property property, const AttentionCase& attention_case);
 
+  // probe_kernel_reach (fuzz/kernel_reach.h) in a worker, so that a kernel's supports() that
+  // crashes or hangs costs the probe only: then the search is offered everything, and each check
+  // meets that kernel contained.
+  KernelReach reach();
+
   // The request a worker answers with the property's verdict, {"status": "pass", "fail" or
   // "skip" (not judged), "judged": true or false, "failure": null or "why"}: it
   // carries "property", the property's name. A worker serves it among its own (run/case_worker.h).
   static WorkerRequestKind request_kind(const RunSettings& settings);
+  // The request a worker answers with the kernel's reach: {"status": "pass", "reach": ...}.
+  static WorkerRequestKind reach_request_kind(const RunSettings& settings);
 
  private:
   double case_timeout_seconds_;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The coverage-guided engine: libFuzzer's entry points over the shared case model.
 //
-// Each input is a binary case (case/case_codec.h). The case runs on the kernel under test against
-// the float64 oracle; a failing case is printed as JSON with a replay command, then the process
-// aborts so that libFuzzer writes the crash file. Beside the instrumented code's own coverage,
-// extra counters (libFuzzer's __libfuzzer_extra_counters) mark which shape classes a case hit and
-// how large its error was relative to the tolerance, so the fuzzer keeps inputs that reach new
-// tail tiles, diagonal positions, GQA ratios and head dims, and climbs toward larger errors. With a
-// CUDA kernel, the kernel's own device-side coverage points (kernels/device_coverage.h) are
-// copied into extra counters after every case too.
+// Each input is a binary case (case/case_codec.h). A custom mutator writes each of libFuzzer's
+// mutations back as the case it decodes to (decode_any_bytes), so that every mutation run is a
+// case and every crash file one that --replay reads exactly; inputs of a corpus that are not cases
+// (and the empty input libFuzzer runs first) are counted and left out. The case runs on the kernel
+// under test against the float64 oracle; a failing case is printed as JSON with a replay command,
+// then the process aborts so that libFuzzer writes the crash file. Beside the instrumented code's
+// own coverage, extra counters (libFuzzer's __libfuzzer_extra_counters) mark which shape classes a
+// case hit and how large its error was relative to the tolerance, so the fuzzer keeps inputs that
+// reach new tail tiles, diagonal positions, GQA ratios and head dims, and climbs toward larger
+// errors. With a CUDA kernel, the kernel's own device-side coverage points
+// (kernels/device_coverage.h) are copied into extra counters after every case too.
 //
 //   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--kernel-lib=PLUGIN.so]
 //                            [--plant=NAME] [--backend=NAME] [--oracle=NAME] [--threads=N]
@@ -26,6 +29,7 @@
 // Defaults are fuzz_attention's, except the backend: cpu (auto or cuda for the CUDA kernels). A
 // plugin's kernel is the one fuzzed unless --kernel names another. A bad value, an unknown kernel
 // or a kernel without the plant ends the process with kExitHarnessError (3) and the reason.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -55,6 +59,9 @@ struct InputTally {
   std::int64_t inputs = 0;
   std::int64_t not_cases = 0;  // rejected by the decoder (wrong magic, unusable scale, ...)
   std::int64_t fitted = 0;     // over the work cap, run fitted under it
+  std::int64_t mutations = 0;  // made by the custom mutator
+  std::int64_t rewritten = 0;  // of those, written back: not a case as mutated, or fitted
+  std::int64_t too_long = 0;   // of those, whose case's exact form was longer than -max_len
 };
 InputTally tally;
 
@@ -62,8 +69,19 @@ void print_tally() {
   std::cerr << "attnfuzz: stat::inputs: " << tally.inputs << "\n"
             << "attnfuzz: stat::inputs_not_cases: " << tally.not_cases << "\n"
             << "attnfuzz: stat::inputs_fitted_to_work_cap: " << tally.fitted
-            << " (work batch x heads x seq_len_q x seq_len_k x head_dim over 2^24)\n";
+            << " (work batch x heads x seq_len_q x seq_len_k x head_dim over 2^24)\n"
+            << "attnfuzz: stat::mutations: " << tally.mutations << "\n"
+            << "attnfuzz: stat::mutations_rewritten: " << tally.rewritten
+            << " (not a case as mutated, or fitted under 2^20)\n"
+            << "attnfuzz: stat::mutations_over_max_len: " << tally.too_long << "\n";
 }
+
+// Work of most mutations (case/work_cap.h): a case's time grows with its work and rows, and a
+// mutated length byte takes a row to thousands of keys, so 31 in 32 mutations are fitted under
+// 2^20 (a few ms each); the 32nd keeps the binary form's whole cap, so that the largest cases stay
+// within reach, and the seeds run as they are.
+constexpr std::int64_t kMutationWorkCap = std::int64_t{1} << 20;
+constexpr unsigned kFullCapOneIn = 32;
 
 RunSettings& settings() {
   static RunSettings instance;
@@ -154,4 +172,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (result.status == CaseStatus::fail) report_failure(*attention_case, result);
   return 0;
+}
+
+extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
+
+// libFuzzer's own mutation, then its bytes as the case they decode to: what a mutation of a case
+// breaks (the magic, the scale, the kernel name's length) is read back as a case, fitted under the
+// mutation's work cap, and written in the exact form, so that the input run, and its crash file, is
+// that case exactly. (A custom mutator turns libFuzzer's -len_control off: inputs may be as long as
+// -max_len, 4096 bytes unless set, from the start; a case's exact form is about 40 to 80 bytes.)
+// A case whose exact form is longer than -max_len stays as mutated and runs only if it is a case.
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
+                                               std::size_t max_size, unsigned int seed) {
+  using namespace attnfuzz;
+  size = LLVMFuzzerMutate(data, size, max_size);
+  ++tally.mutations;
+  bool rewrite = false;
+  AttentionCase attention_case = decode_any_bytes({data, size}, nullptr, &rewrite);
+  if (seed % kFullCapOneIn != 0 && case_work(attention_case) > kMutationWorkCap) {
+    attention_case = fit_to_work_cap(attention_case, kMutationWorkCap);
+    rewrite = true;
+  }
+  if (!rewrite) return size;
+  const std::optional<std::vector<std::uint8_t>> bytes = encode_case(attention_case);
+  if (!bytes || bytes->size() > max_size) {
+    ++tally.too_long;
+    return size;
+  }
+  ++tally.rewritten;
+  std::copy(bytes->begin(), bytes->end(), data);
+  return bytes->size();
 }

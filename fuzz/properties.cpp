@@ -24,6 +24,8 @@
 #include "core/splitmix.h"
 #include "core/write_file_atomically.h"
 #include "fuzz/case_generator.h"
+#include "fuzz/kernel_reach.h"
+#include "fuzz/property_schedule.h"
 #include "oracle/tolerance.h"
 #include "run/replay_command.h"
 
@@ -31,6 +33,9 @@ namespace attnfuzz {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Rounds a property may run without judging a case before the search gives its share away.
+constexpr int kRoundsToJudgeOne = 5;
 
 // The output of one kernel run, or what went wrong.
 struct KernelOutput {
@@ -377,9 +382,10 @@ PropertyCheck check_padding(const Subject& subject) {
 }
 
 // The cases a property draws from: the general generator, adjusted so the property applies.
-rc::Gen<AttentionCase> generator_for(Property property) {
-  rc::Gen<AttentionCase> cases =
-      property == Property::matches_oracle ? search_cases() : small_case(search_case_limits());
+rc::Gen<AttentionCase> generator_for(Property property, const KernelReach& reach) {
+  rc::Gen<AttentionCase> cases = property == Property::matches_oracle
+                                     ? search_cases(reach)
+                                     : small_case(search_case_limits(reach));
   return rc::gen::map(std::move(cases), [property](AttentionCase attention_case) {
     switch (property) {
       case Property::key_value_permutation:
@@ -499,62 +505,80 @@ std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, st
   const Clock::time_point started = Clock::now();
   auto elapsed = [&] { return seconds_since(started); };
   const std::string kernel = CaseRunner(settings.run).kernel_for(AttentionCase{});
+  const KernelReach reach =
+      settings.reach_probe ? settings.reach_probe() : probe_kernel_reach(CaseRunner(settings.run));
+  if (const std::string unreached = describe_unreached(reach); !unreached.empty()) {
+    log << "not drawn (" << kernel << " does not run them): " << unreached << "\n";
+  }
+  std::vector<rc::Gen<AttentionCase>> generators;
+  for (Property property : selected) generators.push_back(generator_for(property, reach));
+  const std::vector<double> shares = property_shares(selected);
+  std::vector<int> rounds(outcomes.size(), 0);
 
-  for (std::uint64_t round = 0; elapsed() < settings.budget_seconds; ++round) {
-    bool any_open = false;
-    for (PropertyOutcome& outcome : outcomes) {
-      if (outcome.minimal_case || elapsed() >= settings.budget_seconds) continue;
-      any_open = true;
-      const Clock::time_point round_started = Clock::now();
-      std::optional<AttentionCase> last_failing;
-      std::string last_message;
-      int tests = 0;
-      int judged = 0;
-      rc::detail::TestParams params;
-      // SplitMix64's output at state seed + property advanced `round` steps.
-      params.seed = splitmix64_finalise(settings.seed + round * kSplitMix64Gamma +
-                                        static_cast<std::uint64_t>(outcome.property));
-      params.maxSuccess = settings.tests_per_round;
-      params.maxSize = 100;
-      const auto result = rc::detail::checkTestable(
-          [&] {
-            const AttentionCase attention_case = *generator_for(outcome.property);
-            ++tests;
-            const PropertyCheck check =
-                settings.checker ? settings.checker(outcome.property, attention_case)
-                                 : check_property(outcome.property, attention_case, settings.run);
-            judged += check.judged ? 1 : 0;
-            if (check.failure) {
-              last_failing = attention_case;  // shrinking keeps the last failing case it tried
-              last_message = *check.failure;
-              RC_FAIL(*check.failure);
-            }
-          },
-          rc::detail::TestMetadata{}, params);
-      outcome.tests += tests;
-      outcome.judged += judged;
-      outcome.seconds += seconds_since(round_started);
-      if (!result.template is<rc::detail::FailureResult>() || !last_failing) continue;
-
-      outcome.seconds_to_failure = elapsed();
-      last_failing->id = "minimal";
-      outcome.minimal_case = last_failing;
-      outcome.message = last_message;
-      const std::string name(kProperties[static_cast<int>(outcome.property)].name);
-      outcome.saved_to =
-          save_regression(settings.regressions_dir, outcome.property, *last_failing, kernel);
-      ReplayCommand replay = replay_command_for(settings.run);
-      replay.property = name;
-      replay.replay = outcome.saved_to.string();
-      replay.kernel = kernel;
-      log << "FAIL property " << name << " after " << outcome.tests << " cases ("
-          << outcome.seconds_to_failure << " s): " << last_message << "\n"
-          << "  minimal case: " << case_keys_to_json(*last_failing).dump() << "\n"
-          << "  saved to " << outcome.saved_to.string() << "\n"
-          << "  replay: " << replay_command_line(replay) << "\n";
-      if (settings.stop_at_first_failure) return outcomes;
+  while (elapsed() < settings.budget_seconds) {
+    std::vector<PropertyTurn> turns;
+    for (std::size_t index = 0; index < outcomes.size(); ++index) {
+      const PropertyOutcome& outcome = outcomes[index];
+      // Open until it fails, or until its first rounds judged nothing: a property this kernel
+      // cannot show (determinism under --allow-nondeterminism, grouped heads for a kernel without
+      // them, any property where nothing runs here) gives its share to the others.
+      const bool unjudgeable = rounds[index] >= kRoundsToJudgeOne && outcome.judged == 0;
+      turns.push_back(
+          {shares[index], outcome.seconds, rounds[index], !outcome.minimal_case && !unjudgeable});
     }
-    if (!any_open) break;
+    const std::optional<std::size_t> next = next_property(turns);
+    if (!next) break;
+    PropertyOutcome& outcome = outcomes[*next];
+    const rc::Gen<AttentionCase>& generator = generators[*next];
+    const auto round = static_cast<std::uint64_t>(rounds[*next]++);
+    const Clock::time_point round_started = Clock::now();
+    std::optional<AttentionCase> last_failing;
+    std::string last_message;
+    int tests = 0;
+    int judged = 0;
+    rc::detail::TestParams params;
+    // SplitMix64's output at state seed + property advanced `round` steps.
+    params.seed = splitmix64_finalise(settings.seed + round * kSplitMix64Gamma +
+                                      static_cast<std::uint64_t>(outcome.property));
+    params.maxSuccess = settings.tests_per_round;
+    params.maxSize = 100;
+    const auto result = rc::detail::checkTestable(
+        [&] {
+          const AttentionCase attention_case = *generator;
+          ++tests;
+          const PropertyCheck check =
+              settings.checker ? settings.checker(outcome.property, attention_case)
+                               : check_property(outcome.property, attention_case, settings.run);
+          judged += check.judged ? 1 : 0;
+          if (check.failure) {
+            last_failing = attention_case;  // shrinking keeps the last failing case it tried
+            last_message = *check.failure;
+            RC_FAIL(*check.failure);
+          }
+        },
+        rc::detail::TestMetadata{}, params);
+    outcome.tests += tests;
+    outcome.judged += judged;
+    outcome.seconds += seconds_since(round_started);
+    if (!result.template is<rc::detail::FailureResult>() || !last_failing) continue;
+
+    outcome.seconds_to_failure = elapsed();
+    last_failing->id = "minimal";
+    outcome.minimal_case = last_failing;
+    outcome.message = last_message;
+    const std::string name(kProperties[static_cast<int>(outcome.property)].name);
+    outcome.saved_to =
+        save_regression(settings.regressions_dir, outcome.property, *last_failing, kernel);
+    ReplayCommand replay = replay_command_for(settings.run);
+    replay.property = name;
+    replay.replay = outcome.saved_to.string();
+    replay.kernel = kernel;
+    log << "FAIL property " << name << " after " << outcome.tests << " cases ("
+        << outcome.seconds_to_failure << " s): " << last_message << "\n"
+        << "  minimal case: " << case_keys_to_json(*last_failing).dump() << "\n"
+        << "  saved to " << outcome.saved_to.string() << "\n"
+        << "  replay: " << replay_command_line(replay) << "\n";
+    if (settings.stop_at_first_failure) return outcomes;
   }
   return outcomes;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "case/attention_case.h"
+#include "fuzz/case_generator.h"
 #include "run/case_runner.h"
 
 namespace attnfuzz {
@@ -78,7 +79,10 @@ using PropertyChecker =
 
 struct PropertySettings {
   RunSettings run;
-  PropertyChecker checker;           // empty: check_property in this process
+  PropertyChecker checker;  // empty: check_property in this process
+  // What the kernel runs, asked where the checks run (ContainedPropertyCheck::reach); empty:
+  // probe_kernel_reach in this process.
+  std::function<KernelReach()> reach_probe;
   double budget_seconds = 30.0;      // wall time for the whole search
   std::uint64_t seed = 1;            // RapidCheck's seed for the first round
   std::vector<Property> properties;  // empty: all
@@ -98,9 +102,10 @@ struct PropertyOutcome {
   std::filesystem::path saved_to;  // the regression file written for it
 };
 
-// Runs every selected property in rounds of `tests_per_round` cases until the budget is spent;
-// a property stops at its first failure (shrunk, printed with a replay command, saved). Logs to
-// `log` as it goes.
+// Runs the selected properties in rounds of `tests_per_round` cases until the budget is spent,
+// sharing it by time (fuzz/property_schedule.h: the oracle comparison half, the others the rest),
+// each drawing only cases the kernel runs (fuzz/kernel_reach.h); a property stops at its first
+// failure (shrunk, printed with a replay command, saved). Logs to `log` as it goes.
 std::vector<PropertyOutcome> run_properties(const PropertySettings& settings, std::ostream& log);
 
 }  // namespace attnfuzz

@@ -69,6 +69,68 @@ RC_GTEST_PROP(CaseCodec, AnyByteStringDecodesToAValidCaseOrIsRejectedWithAReason
   RC_ASSERT(decode_case(*again) == decoded);
 }
 
+// What libFuzzer's mutator does with every mutation: any bytes are a case, the same case
+// decode_case reads wherever it reads one, and written back in the exact form they decode exactly
+// to it.
+RC_GTEST_PROP(CaseCodec, AnyByteStringIsACaseThatEncodesAndDecodesExactlyBackToItself, ()) {
+  std::vector<std::uint8_t> bytes = *rc::gen::arbitrary<std::vector<std::uint8_t>>();
+  if (*rc::gen::arbitrary<bool>()) {  // half the time, a valid header and a plausible length
+    bytes.resize(4 + bytes.size() % 60);
+    bytes[0] = 'A', bytes[1] = 'F', bytes[2] = 'Z';
+    bytes[3] = *rc::gen::element(kCaseEncodingVersion, kCaseEncodingVersionWithVariants);
+  }
+  bool repaired = true;
+  const AttentionCase any = decode_any_bytes(bytes, nullptr, &repaired);
+  const std::optional<AttentionCase> exact = decode_case(bytes);
+  RC_ASSERT(repaired == !exact.has_value());
+  if (exact) RC_ASSERT(*exact == any);
+  RC_ASSERT(!find_inconsistency(any).has_value());
+  for_each_case_field([&](auto field) {
+    using Field = decltype(field);
+    RC_ASSERT(!Field::Codec::outside_limits(any.*Field::member).has_value());
+  });
+  const std::optional<std::vector<std::uint8_t>> written = encode_case(any);
+  RC_ASSERT(written.has_value());
+  RC_ASSERT(decode_case(*written) == std::optional<AttentionCase>(any));
+}
+
+TEST(CaseCodec, BytesThatAreNotACaseAreReadAsTheCaseTheirFieldsSay) {
+  AttentionCase base;
+  base.seq_len_q = 70;
+  base.seq_len_k = 130;
+  base.head_dim = 128;
+  base.kernel = "cpu_flash";
+  std::vector<std::uint8_t> bytes = encoded(base);
+  // A wrong magic: the fields are read where they are.
+  std::vector<std::uint8_t> no_magic = bytes;
+  no_magic[0] = 'X';
+  bool repaired = false;
+  AttentionCase read = decode_any_bytes(no_magic, nullptr, &repaired);
+  EXPECT_TRUE(repaired);
+  EXPECT_EQ(read, without_id(base));
+  // An unusable scale is folded within 2^8 of the default.
+  std::vector<std::uint8_t> nan_scale = bytes;
+  const double nan = std::nan("");
+  std::memcpy(&nan_scale[27], &nan, sizeof nan);
+  read = decode_any_bytes(nan_scale, nullptr, &repaired);
+  EXPECT_TRUE(repaired);
+  const double ratio = read.softmax_scale * std::sqrt(128.0);
+  EXPECT_GE(ratio, 0x1p-8);
+  EXPECT_LT(ratio, 0x1p8);
+  // A byte inserted into the name: the default kernel, the rest as it was.
+  std::vector<std::uint8_t> inserted = bytes;
+  inserted.insert(inserted.end() - 3, 'z');
+  read = decode_any_bytes(inserted, nullptr, &repaired);
+  EXPECT_TRUE(repaired);
+  EXPECT_EQ(read.kernel, "");
+  EXPECT_EQ(read.seq_len_k, 130);
+  // Nothing at all: the case of the header alone, every field at the binary form's default.
+  read = decode_any_bytes({}, nullptr, &repaired);
+  EXPECT_TRUE(repaired);
+  const std::uint8_t header[] = {'A', 'F', 'Z', kCaseEncodingVersion};
+  EXPECT_EQ(read, decode_case(header));
+}
+
 TEST(CaseCodec, RejectsAWrongMagicAnOtherVersionAndAShortInput) {
   AttentionCase attention_case;
   std::vector<std::uint8_t> bytes = encoded(attention_case);

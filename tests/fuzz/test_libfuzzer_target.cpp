@@ -70,6 +70,26 @@ TEST_F(LibFuzzerTarget, RunsTheCorrectKernelWithoutACrash) {
   EXPECT_TRUE(crash_file().empty());
 }
 
+// The number after "attnfuzz: stat::<name>: " in the target's output, or -1.
+long long stat_of(const std::string& output, const std::string& name) {
+  const std::string label = "attnfuzz: stat::" + name + ": ";
+  const std::size_t at = output.find(label);
+  if (at == std::string::npos) return -1;
+  return std::stoll(output.substr(at + label.size()));
+}
+
+TEST_F(LibFuzzerTarget, EveryMutationItRunsIsACase) {
+  // The custom mutator writes each mutation back as the case it decodes to: past the seeds, no
+  // run is spent on bytes that are not a case (the one allowed: the empty input libFuzzer runs
+  // first).
+  const Command result = run(fuzz_command("-runs=900"), folder_ / "log");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_GE(stat_of(result.output, "inputs"), 900) << result.output;
+  EXPECT_LE(stat_of(result.output, "inputs_not_cases"), 1) << result.output;
+  EXPECT_GT(stat_of(result.output, "mutations"), 300) << result.output;
+  EXPECT_GT(stat_of(result.output, "mutations_rewritten"), 0) << result.output;
+}
+
 class LibFuzzerPlant : public LibFuzzerTarget,
                        public ::testing::WithParamInterface<PlantedBugInfo> {};
 
