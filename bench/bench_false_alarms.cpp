@@ -11,10 +11,10 @@
 //   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J]
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
 // single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
-// and reason), coverage by distribution and dtype and by variant, the worst error_ratio and bias
-// ratio seen, the skips by cause and the throughput. SIGINT or SIGTERM stops it early: the cases
-// under way finish and the summary covers the cases run. Exit code 1 when there was any false
-// alarm.
+// and reason), coverage by distribution and dtype and by variant and placement, the worst
+// error_ratio and bias ratio seen, the skips by cause and the throughput. SIGINT or SIGTERM stops
+// it early: the cases under way finish and the summary covers the cases run. Exit code 1 when there
+// was any false alarm.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -102,6 +102,10 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
       attention_case.seq_len_k > kKeysPerKvSplit) {
     ++tally.checked_by_feature["decode shapes (split-KV in flash kernels)"];
   }
+  if (attention_case.placement != Placement::shared) {
+    ++tally
+          .checked_by_feature["placement " + std::string(placement_name(attention_case.placement))];
+  }
   tally.worst_bias_ratio = std::max(tally.worst_bias_ratio, result.comparison.bias.ratio);
   if (result.comparison.error_ratio > tally.worst_ratio) {
     tally.worst_ratio = result.comparison.error_ratio;
@@ -166,7 +170,7 @@ int main(int argc, char** argv) {
   std::printf("\ncases checked against the oracle, by distribution and dtype:\n");
   for (const auto& [name, count] : total.checked_by_class)
     std::printf("  %-28s %lld\n", name.c_str(), count);
-  std::printf("cases checked against the oracle, by variant:\n");
+  std::printf("cases checked against the oracle, by variant and placement:\n");
   for (const auto& [name, count] : total.checked_by_feature)
     std::printf("  %-44s %lld\n", name.c_str(), count);
   std::printf("worst error_ratio: %.3f  %s\n", total.worst_ratio, total.worst_case.c_str());

@@ -45,7 +45,8 @@ AttentionProblem problem_of(const AttentionCase& attention_case) {
   // whose arithmetic could overflow (a diagonal minus 2^63).
   problem.window_left = std::min(problem.window_left, problem.seq_len_k);
   problem.window_right = std::min(problem.window_right, problem.seq_len_q);
-  return with_layout(std::move(problem), attention_case.layout, attention_case.row_padding);
+  return with_layout(std::move(problem), attention_case.layout, attention_case.row_padding,
+                     attention_case.placement);
 }
 
 std::optional<CaseInconsistency> find_inconsistency(const AttentionCase& attention_case) {
@@ -103,6 +104,9 @@ std::string describe_case(const AttentionCase& attention_case) {
   text << describe_shape(problem_shape_of(attention_case));
   if (attention_case.layout != Layout::bshd) text << ' ' << layout_name(attention_case.layout);
   if (attention_case.row_padding != 0) text << " pad=" << attention_case.row_padding;
+  if (attention_case.placement != Placement::shared) {
+    text << ' ' << placement_name(attention_case.placement);
+  }
   text << " data=" << distribution_name(attention_case.data) << " seed=" << attention_case.seed;
   if (attention_case.injection.value != SpecialValue::none) {
     text << " inject=" << format_injection(attention_case.injection);

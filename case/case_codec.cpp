@@ -13,6 +13,9 @@ namespace attnfuzz {
 namespace {
 
 constexpr std::size_t kHeaderBytes = 4;
+// The placement's index in the flags byte, above causal and the layout; wrapping into the table.
+constexpr unsigned kPlacementShift = 2;
+constexpr unsigned kPlacementCount = std::size(kPlacements);
 constexpr std::int64_t kDistributionCount = std::size(kDataDistributions);
 constexpr int kSpecialValueCount = 0
 #define ATTNFUZZ_COUNT_SPECIAL(id, what) +1
@@ -95,7 +98,7 @@ struct EncodedField {
 };
 constexpr EncodedField kEncodedFields[] = {{"seq_len_q", 6},
                                            {"seq_len_k", 8},
-                                           {"causal and layout", 9},
+                                           {"causal, layout and placement", 9},
                                            {"batch", 10},
                                            {"kv_heads", 11},
                                            {"heads per kv head", 12},
@@ -214,7 +217,9 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   out.put(variants ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion, 1);
   out.put(static_cast<std::uint64_t>(attention_case.seq_len_q - 1), 2);
   out.put(static_cast<std::uint64_t>(attention_case.seq_len_k - 1), 2);
-  out.put((attention_case.causal ? 1u : 0u) | (attention_case.layout == Layout::bhsd ? 2u : 0u), 1);
+  out.put((attention_case.causal ? 1u : 0u) | (attention_case.layout == Layout::bhsd ? 2u : 0u) |
+              static_cast<unsigned>(attention_case.placement) << kPlacementShift,
+          1);
   out.put(static_cast<std::uint64_t>(attention_case.batch - 1), 1);
   out.put(static_cast<std::uint64_t>(attention_case.kv_heads - 1), 1);
   out.put(static_cast<std::uint64_t>(group - 1), 1);
@@ -294,6 +299,7 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
   const std::uint64_t flags = in.get(1);
   attention_case.causal = (flags & 1u) != 0;
   attention_case.layout = (flags & 2u) != 0 ? Layout::bhsd : Layout::bshd;
+  attention_case.placement = static_cast<Placement>((flags >> kPlacementShift) % kPlacementCount);
   attention_case.batch = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxBatch);
   attention_case.kv_heads = 1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxKvHeads);
   attention_case.heads =

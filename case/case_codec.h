@@ -3,7 +3,8 @@
 // libFuzzer and replay all share.
 //
 // Binary form (version 1), little endian, the simplest choices last to go:
-//   "AFZ" 0x01 | seq_len_q-1 u16 | seq_len_k-1 u16 | flags u8 (1 causal, 2 bhsd) | batch-1 u8 |
+//   "AFZ" 0x01 | seq_len_q-1 u16 | seq_len_k-1 u16 |
+//   flags u8 (1 causal, 2 bhsd, bits 2 and up the placement's index, wrapping) | batch-1 u8 |
 //   kv_heads-1 u8 | group-1 u8 | head_dim index u8 | dtype u8 | row_padding u8 | data u8 |
 //   seed u64 | injection kind u8 | injection tensor u8 | injection count-1 u8 |
 //   softmax scale f64 (0: 1/sqrt(head_dim)) | kernel name length u8 | kernel name

@@ -132,6 +132,17 @@ std::optional<std::string> LayoutName::outside_limits(Value value) {
   return outside_table(kLayoutNames, value);
 }
 
+PlacementName::Value PlacementName::read(const Json& value) {
+  const std::string name = read_string(value);
+  if (const auto placement = parse_placement(name)) return *placement;
+  case_codec_detail::unknown_name(
+      "placement", name, names_of(kPlacements, [](const PlacementInfo& row) { return row.name; }));
+}
+
+std::optional<std::string> PlacementName::outside_limits(Value value) {
+  return outside_table(kPlacements, value);
+}
+
 SequenceLengths::Value SequenceLengths::read(const Json& json) {
   const std::string text = read_string(json);
   Value lengths;

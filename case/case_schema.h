@@ -53,6 +53,7 @@
   FIELD(kernel, KernelName, "kernel", "", kernel)                          \
   FIELD(layout, LayoutName, "layout", Layout::bshd, layout)                \
   FIELD(row_padding, NonNegativeInteger, "row_padding", 0, layout)         \
+  FIELD(placement, PlacementName, "placement", Placement::shared, layout)  \
   FIELD(softmax_scale, OptionalScale, "softmax_scale", 0.0, problem)       \
   FIELD(injection, InjectionText, "inject", SpecialValueInjection{}, data) \
   FIELD(seq_lens_q, SequenceLengths, "seq_lens_q", {}, problem)            \
@@ -210,6 +211,16 @@ struct LayoutName {
   static nlohmann::json write(Value value) { return std::string(layout_name(value)); }
   static std::optional<std::string> outside_limits(Value value);
   static bool unset(Value) { return false; }
+};
+
+// How the tensors are placed relative to one another (core/attention_problem.h); "shared", the
+// default, is left out of JSON.
+struct PlacementName {
+  using Value = Placement;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return std::string(placement_name(value)); }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value value) { return value == Placement::shared; }
 };
 
 // Per-sequence lengths of a packed (varlen) batch, written as one string of comma-separated

@@ -385,8 +385,8 @@ AttentionInputs place_rows(const AttentionProblem& problem, const AttentionProbl
   const std::int64_t longest_q = problem.varlen_q ? problem.seq_len_q : 0;
   const std::int64_t longest_k = problem.varlen_k && !problem.paged() ? problem.seq_len_k : 0;
   placed.q = poisoned_buffer(q_span(problem), problem.q_strides, longest_q, problem);
-  placed.k = poisoned_buffer(kv_span(problem), problem.k_strides, longest_k, problem);
-  placed.v = poisoned_buffer(kv_span(problem), problem.v_strides, longest_k, problem);
+  placed.k = poisoned_buffer(k_span(problem), problem.k_strides, longest_k, problem);
+  placed.v = poisoned_buffer(v_span(problem), problem.v_strides, longest_k, problem);
   const auto query_length = [&](std::int64_t b) { return problem.seq_len_q_of(b); };
   const auto key_length = [&](std::int64_t b) { return problem.seq_len_k_of(b); };
   copy_rows(

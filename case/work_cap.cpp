@@ -45,8 +45,12 @@ std::int64_t page_pool_elements(const AttentionCase& attention_case) {
     if (__builtin_mul_overflow(elements, factor, &elements)) return INT64_MAX;
   }
   if (__builtin_add_overflow(elements, 1, &elements)) return INT64_MAX;  // the spare page
+  // K's buffer, whose rows a packed placement widens (core/attention_problem.h).
+  const std::optional<PlacementBounds> bounds =
+      placement_bounds(attention_case.placement, attention_case.heads, attention_case.kv_heads);
+  if (!bounds) return INT64_MAX;
   for (const std::int64_t factor :
-       {attention_case.page_size, attention_case.kv_heads, attention_case.head_dim}) {
+       {attention_case.page_size, bounds->key_heads, attention_case.head_dim}) {
     if (__builtin_mul_overflow(elements, factor, &elements)) return INT64_MAX;
   }
   return elements;

@@ -17,6 +17,13 @@ std::optional<Layout> parse_layout(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Placement> parse_placement(std::string_view name) {
+  for (const PlacementInfo& info : kPlacements) {
+    if (info.name == name) return info.placement;
+  }
+  return std::nullopt;
+}
+
 TensorStrides make_strides(Layout layout, std::int64_t seq_len, std::int64_t heads,
                            std::int64_t head_dim, std::int64_t row_padding) {
   const std::int64_t row = head_dim + row_padding;
@@ -62,10 +69,89 @@ std::int64_t rows_span(const TensorStrides& strides, std::int64_t batch, std::in
   return span_elements(strides, batch, rows, heads, head_dim);
 }
 
+// Where one tensor lies: its layout, its row padding and the heads of the buffer it is a view of.
+struct TensorPlace {
+  Layout layout;
+  std::int64_t row_padding;
+  std::int64_t buffer_heads;
+};
+
+struct TensorPlaces {
+  TensorPlace q, k, v, o;
+};
+
+Layout other_layout(Layout layout) {
+  return layout == Layout::bshd ? Layout::bhsd : Layout::bshd;
+}
+
+// Each tensor's place under `placement` (core/attention_problem.h's table says what each is);
+// nothing when a buffer's heads or padding overflow int64.
+std::optional<TensorPlaces> places_of(Placement placement, Layout layout, std::int64_t row_padding,
+                                      std::int64_t heads, std::int64_t kv_heads) {
+  const TensorPlace query{layout, row_padding, heads};
+  const TensorPlace key{layout, row_padding, kv_heads};
+  TensorPlaces places{query, key, key, query};
+  std::int64_t wider = 0;
+  switch (placement) {
+    case Placement::shared:
+      break;
+    case Placement::o_contiguous:
+      places.o = {Layout::bshd, 0, heads};
+      break;
+    case Placement::o_slice:
+      if (__builtin_add_overflow(heads, 3, &wider)) return std::nullopt;
+      places.o.buffer_heads = wider;
+      break;
+    case Placement::v_other_layout:
+      places.v.layout = other_layout(layout);
+      break;
+    case Placement::qkv_packed:
+      if (__builtin_mul_overflow(kv_heads, 2, &wider) ||
+          __builtin_add_overflow(wider, heads, &wider)) {
+        return std::nullopt;
+      }
+      places.q.buffer_heads = places.k.buffer_heads = places.v.buffer_heads = wider;
+      break;
+    case Placement::kv_packed:
+      if (__builtin_mul_overflow(kv_heads, 2, &wider)) return std::nullopt;
+      places.k.buffer_heads = places.v.buffer_heads = wider;
+      break;
+    case Placement::kv_cache:
+      if (__builtin_add_overflow(row_padding, 8, &wider)) return std::nullopt;
+      places.k = places.v = {other_layout(layout), wider, kv_heads};
+      break;
+  }
+  return places;
+}
+
+// Strides of a tensor of `rows` rows (per batch entry, or in all when `packed`: its batch stride
+// is then 0) at `place`.
+TensorStrides strides_at(const TensorPlace& place, std::int64_t rows, bool packed,
+                         std::int64_t head_dim) {
+  TensorStrides strides =
+      make_strides(place.layout, rows, place.buffer_heads, head_dim, place.row_padding);
+  if (packed) strides.batch = 0;
+  return strides;
+}
+
 }  // namespace
 
-AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64_t row_padding) {
+std::optional<PlacementBounds> placement_bounds(Placement placement, std::int64_t heads,
+                                                std::int64_t kv_heads) {
+  const std::optional<TensorPlaces> places = places_of(placement, Layout::bshd, 0, heads, kv_heads);
+  if (!places) return std::nullopt;
+  return PlacementBounds{std::max(places->q.buffer_heads, places->o.buffer_heads),
+                         std::max(places->k.buffer_heads, places->v.buffer_heads),
+                         std::max(places->k.row_padding, places->v.row_padding)};
+}
+
+AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64_t row_padding,
+                             Placement placement) {
   const std::int64_t dim = problem.head_dim;
+  // The reader's checks (placement_bounds) keep a case's buffers within int64; past them,
+  // value() throws rather than place a tensor anywhere.
+  const TensorPlaces places =
+      places_of(placement, layout, row_padding, problem.heads, problem.kv_heads).value();
   problem.varlen_q = !problem.seq_lens_q.empty();
   problem.varlen_k = !problem.seq_lens_k.empty();
   problem.cu_seqlens_q =
@@ -75,13 +161,9 @@ AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64
   problem.total_q = problem.varlen_q ? problem.cu_seqlens_q.back() : 0;
   problem.total_k = problem.varlen_k ? problem.cu_seqlens_k.back() : 0;
 
-  if (problem.varlen_q) {
-    problem.q_strides = make_strides(layout, problem.total_q, problem.heads, dim, row_padding);
-    problem.q_strides.batch = 0;
-  } else {
-    problem.q_strides = make_strides(layout, problem.seq_len_q, problem.heads, dim, row_padding);
-  }
-  problem.o_strides = problem.q_strides;
+  const std::int64_t query_rows = problem.varlen_q ? problem.total_q : problem.seq_len_q;
+  problem.q_strides = strides_at(places.q, query_rows, problem.varlen_q, dim);
+  problem.o_strides = strides_at(places.o, query_rows, problem.varlen_q, dim);
 
   if (problem.paged()) {
     problem.pages_per_sequence = pages_for(problem.seq_len_k, problem.page_size);
@@ -97,19 +179,15 @@ AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64
     problem.block_table.resize(
         static_cast<std::size_t>(problem.batch * problem.pages_per_sequence));
     problem.block_table.resize(problem.block_table.size() + kBlockTableGuardEntries, spare_page);
-    problem.k_strides = make_strides(layout, problem.page_size, problem.kv_heads, dim, row_padding);
+    problem.k_strides = strides_at(places.k, problem.page_size, false, dim);
+    problem.v_strides = strides_at(places.v, problem.page_size, false, dim);
   } else {
     problem.pages = problem.pages_per_sequence = 0;
     problem.block_table.clear();
-    if (problem.varlen_k) {
-      problem.k_strides = make_strides(layout, problem.total_k, problem.kv_heads, dim, row_padding);
-      problem.k_strides.batch = 0;
-    } else {
-      problem.k_strides =
-          make_strides(layout, problem.seq_len_k, problem.kv_heads, dim, row_padding);
-    }
+    const std::int64_t key_rows = problem.varlen_k ? problem.total_k : problem.seq_len_k;
+    problem.k_strides = strides_at(places.k, key_rows, problem.varlen_k, dim);
+    problem.v_strides = strides_at(places.v, key_rows, problem.varlen_k, dim);
   }
-  problem.v_strides = problem.k_strides;
 
   problem.lse_strides =
       problem.varlen_q ? TensorStrides{0, 1, problem.total_q}
@@ -143,15 +221,26 @@ std::int64_t o_span(const AttentionProblem& problem) {
                    problem.head_dim);
 }
 
-std::int64_t kv_span(const AttentionProblem& problem) {
+namespace {
+
+// Elements K or V (at `strides`) spans: the page pool, the packed rows or the batch.
+std::int64_t key_value_span(const AttentionProblem& problem, const TensorStrides& strides) {
   if (problem.paged()) {
-    return rows_span(problem.k_strides, problem.pages, problem.page_size, problem.kv_heads,
-                     problem.head_dim);
+    return rows_span(strides, problem.pages, problem.page_size, problem.kv_heads, problem.head_dim);
   }
   if (problem.varlen_k)
-    return rows_span(problem.k_strides, 1, problem.total_k, problem.kv_heads, problem.head_dim);
-  return rows_span(problem.k_strides, problem.batch, problem.seq_len_k, problem.kv_heads,
-                   problem.head_dim);
+    return rows_span(strides, 1, problem.total_k, problem.kv_heads, problem.head_dim);
+  return rows_span(strides, problem.batch, problem.seq_len_k, problem.kv_heads, problem.head_dim);
+}
+
+}  // namespace
+
+std::int64_t k_span(const AttentionProblem& problem) {
+  return key_value_span(problem, problem.k_strides);
+}
+
+std::int64_t v_span(const AttentionProblem& problem) {
+  return key_value_span(problem, problem.v_strides);
 }
 
 std::int64_t lse_span(const AttentionProblem& problem) {

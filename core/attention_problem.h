@@ -41,6 +41,52 @@ inline std::string_view layout_name(Layout layout) {
 }
 std::optional<Layout> parse_layout(std::string_view name);
 
+// How the four tensors are placed relative to one another, as callers hand them to kernels: each
+// its own strides, not one layout for all. With a row of head_dim + row_padding elements and L
+// the case's layout (L' the other one):
+// X(id, name, what it is)
+#define ATTNFUZZ_PLACEMENTS(X)                                                                     \
+  X(shared, "shared", "O has Q's strides, V has K's: every tensor in L with the case's padding")   \
+  X(o_contiguous, "o_contiguous",                                                                  \
+    "O freshly allocated: bshd without padding, whatever Q's layout and padding")                  \
+  X(o_slice, "o_slice", "O written into a slice of a larger buffer: H of H + 3 heads, in L")       \
+  X(v_other_layout, "v_other_layout", "V in L' while K is in L (a transposed V cache)")            \
+  X(qkv_packed, "qkv_packed",                                                                      \
+    "Q, K, V views into one fused projection of H + 2 Hkv heads a row, in L (qkvpacked)")          \
+  X(kv_packed, "kv_packed", "K and V views into one tensor of 2 Hkv heads a row, in L (kvpacked)") \
+  X(kv_cache, "kv_cache", "K and V a cache of its own: L' with 8 more elements of padding a row")
+
+enum class Placement : std::uint8_t {
+#define ATTNFUZZ_PLACEMENT_ENUM(id, name, what) id,
+  ATTNFUZZ_PLACEMENTS(ATTNFUZZ_PLACEMENT_ENUM)
+#undef ATTNFUZZ_PLACEMENT_ENUM
+};
+struct PlacementInfo {
+  Placement placement;
+  std::string_view name;
+  std::string_view what;
+};
+inline constexpr PlacementInfo kPlacements[] = {
+#define ATTNFUZZ_PLACEMENT_ROW(id, name, what) {Placement::id, name, what},
+    ATTNFUZZ_PLACEMENTS(ATTNFUZZ_PLACEMENT_ROW)
+#undef ATTNFUZZ_PLACEMENT_ROW
+};
+inline std::string_view placement_name(Placement placement) {
+  return kPlacements[static_cast<int>(placement)].name;
+}
+std::optional<Placement> parse_placement(std::string_view name);
+
+// How wide a placement makes the buffers its tensors are views of, for the limits checked before
+// any stride is: the heads of a row of Q's or O's buffer (the wider of the two), of K's or V's, and
+// the elements a K or V row holds beyond head_dim + row_padding. Nothing when a sum overflows.
+struct PlacementBounds {
+  std::int64_t query_heads = 0;
+  std::int64_t key_heads = 0;
+  std::int64_t key_extra_padding = 0;
+};
+std::optional<PlacementBounds> placement_bounds(Placement placement, std::int64_t heads,
+                                                std::int64_t kv_heads);
+
 // The keys a query row sees: [first, end); none when end <= first.
 struct KeyRange {
   std::int64_t first = 0;
@@ -251,6 +297,8 @@ AttentionTensors with_index_arrays(AttentionTensors tensors, const AttentionProb
 
 // Strides of a tensor with `seq_len` rows of `heads` heads in `layout`, each head row padded by
 // `row_padding` unused elements (padded strides, as a kernel sees from a sliced larger buffer).
+// `heads` counts the heads of the buffer the tensor is a view of: a packed tensor's heads are
+// some of them.
 TensorStrides make_strides(Layout layout, std::int64_t seq_len, std::int64_t heads,
                            std::int64_t head_dim, std::int64_t row_padding);
 
@@ -258,14 +306,17 @@ TensorStrides make_strides(Layout layout, std::int64_t seq_len, std::int64_t hea
 std::int64_t span_elements(const TensorStrides& strides, std::int64_t batch, std::int64_t seq_len,
                            std::int64_t heads, std::int64_t head_dim);
 
-// Fills in the strides of all four tensors (packed for varlen, pages for paged K/V) and of the
-// log-sum-exp, and the index arrays the variants need: cu_seqlens from seq_lens_q/k, the block
-// table (a shuffle of the page pool, fixed by the shape) and the ALiBi slopes; returns the problem.
-AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64_t row_padding);
+// Fills in the strides of all four tensors (as `placement` places them; packed for varlen, pages
+// for paged K/V) and of the log-sum-exp, and the index arrays the variants need: cu_seqlens from
+// seq_lens_q/k, the block table (a shuffle of the page pool, fixed by the shape) and the ALiBi
+// slopes; returns the problem.
+AttentionProblem with_layout(AttentionProblem problem, Layout layout, std::int64_t row_padding,
+                             Placement placement = Placement::shared);
 
 // Elements the Q, K, V and O buffers and floats the log-sum-exp buffer span (one past the last).
 std::int64_t q_span(const AttentionProblem& problem);
-std::int64_t kv_span(const AttentionProblem& problem);
+std::int64_t k_span(const AttentionProblem& problem);
+std::int64_t v_span(const AttentionProblem& problem);
 std::int64_t o_span(const AttentionProblem& problem);
 std::int64_t lse_span(const AttentionProblem& problem);
 

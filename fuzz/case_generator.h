@@ -84,6 +84,8 @@ struct CaseLimits {
   bool other_head_dims = false;  // 1 case in 8 with a head dim no built-in kernel supports:
                                  // 16, 80, 160 or 192 (a plugin's, perhaps)
   bool decode_steps = false;     // 1 case in 8 a decode step: a few query rows, 257+ keys
+  bool long_queries = false;     // 1 case in 16 a prefill: 257 to 4096 query rows over 1 to 64
+                                 // keys, at and around whole tiles
   KernelReach reach = {};        // what the kernel under test runs; default: everything
 };
 
@@ -97,6 +99,7 @@ inline CaseLimits search_case_limits(KernelReach reach = {}) {
           .long_rows = true,
           .other_head_dims = true,
           .decode_steps = true,
+          .long_queries = true,
           .reach = std::move(reach)};
 }
 
@@ -129,6 +132,15 @@ inline rc::Gen<std::int64_t> long_row_length() {
   });
 }
 
+// Query rows of a long prefill: past the 256 the other draws reach, at and around whole tiles (a
+// one-row and a 63-row last tile among them), up to 4096.
+inline rc::Gen<std::int64_t> long_query_length() {
+  return rc::gen::weightedOneOf<std::int64_t>({
+      {1, uniform<std::int64_t>(257, 4097)},
+      {1, choice<std::int64_t>({257, 319, 320, 383, 512, 1023, 1025, 2048, 2049, 4095, 4096})},
+  });
+}
+
 // A decode step's query rows and keys: one row most often, up to the 8 of speculative decoding;
 // more than the 256 keys past which flash kernels split the keys (flash_tile_traits.h), at and
 // around the split and tile edges, or up to 4096.
@@ -138,6 +150,19 @@ inline rc::Gen<std::pair<std::int64_t, std::int64_t>> decode_step() {
                            {1, uniform<std::int64_t>(257, 4097)},
                            {1, choice<std::int64_t>({257, 511, 512, 513, 1000, 2049, 4096})},
                        }));
+}
+
+// The placements as drawn: shared (every tensor in the case's layout) half of the time, each other
+// placement equally often in the other half. Shrinks toward shared.
+inline std::vector<Placement> drawn_placements() {
+  std::vector<Placement> drawn;
+  for (std::size_t others = 1; others < std::size(kPlacements); ++others) {
+    drawn.push_back(Placement::shared);
+  }
+  for (const PlacementInfo& info : kPlacements) {
+    if (info.placement != Placement::shared) drawn.push_back(info.placement);
+  }
+  return drawn;
 }
 
 // No injection 3 times in 4; otherwise 1 to 8 elements of one tensor set to one kind. Shrinks
@@ -161,7 +186,8 @@ inline rc::Gen<SpecialValueInjection> special_value_injection() {
 }
 
 // Independent choices combined with gen::tuple, so that RapidCheck shrinks every one of them
-// (toward batch 1, one head, short sequences, head_dim 64, fp16, bshd, normal data, seed 0).
+// (toward batch 1, one head, short sequences, head_dim 64, fp16, bshd, shared placement, normal
+// data, seed 0).
 inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
   std::vector<DataDistribution> distributions = limits.distributions;
   if (distributions.empty()) {
@@ -196,8 +222,8 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       sequence_length(limits.max_seq_len),                          // seq_len_q
       rc::gen::maybe(sequence_length(limits.max_seq_len)),  // seq_len_k (nothing: = seq_len_q)
       head_dim);                                            // head_dim
-  // What the wider axes add: a scale factor, a long row length (0: none) and a decode step's
-  // rows and keys ({0, 0}: none), shrinking to none.
+  // What the wider axes add: a scale factor, a long row length (0: none), a decode step's rows and
+  // keys ({0, 0}: none) and a prefill's query rows (0: none), shrinking to none.
   const rc::Gen<std::pair<std::int64_t, std::int64_t>> no_decode_step =
       rc::gen::just(std::pair<std::int64_t, std::int64_t>{0, 0});
   const auto wider = rc::gen::tuple(
@@ -207,16 +233,21 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
                        : rc::gen::just<std::int64_t>(0),
       limits.decode_steps ? rc::gen::weightedOneOf<std::pair<std::int64_t, std::int64_t>>(
                                 {{7, no_decode_step}, {1, decode_step()}})
-                          : no_decode_step);
+                          : no_decode_step,
+      limits.long_queries ? rc::gen::weightedOneOf<std::int64_t>(
+                                {{15, rc::gen::just<std::int64_t>(0)}, {1, long_query_length()}})
+                          : rc::gen::just<std::int64_t>(0));
   const auto numerics_and_data = rc::gen::tuple(
       choice(std::move(dtypes)), choice<bool>({false, true}),  // dtype, causal
       choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
-      choice(std::move(distributions)), uniform<std::uint64_t>(0, std::uint64_t{1} << 32),
+      choice(drawn_placements()), choice(std::move(distributions)),
+      uniform<std::uint64_t>(0, std::uint64_t{1} << 32),
       limits.injections ? special_value_injection() : rc::gen::just(SpecialValueInjection{}));
   return rc::gen::map(rc::gen::tuple(shape, numerics_and_data, wider), [](const auto& choices) {
     const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = std::get<0>(choices);
-    const auto& [dtype, causal, layout, row_padding, data, seed, injection] = std::get<1>(choices);
-    const auto& [scale_multiple, long_row, decode] = std::get<2>(choices);
+    const auto& [dtype, causal, layout, row_padding, placement, data, seed, injection] =
+        std::get<1>(choices);
+    const auto& [scale_multiple, long_row, decode, long_query] = std::get<2>(choices);
     AttentionCase attention_case;
     attention_case.id = "generated";
     attention_case.batch = batch;
@@ -229,6 +260,7 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
     attention_case.causal = causal;
     attention_case.layout = layout;
     attention_case.row_padding = row_padding;
+    attention_case.placement = placement;
     attention_case.data = data;
     attention_case.seed = seed;
     attention_case.injection = injection;
@@ -242,6 +274,10 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
     } else if (decode.first != 0) {
       attention_case.seq_len_q = decode.first;
       attention_case.seq_len_k = decode.second;
+      attention_case = fit_to_work_cap(attention_case);
+    } else if (long_query != 0) {
+      attention_case.seq_len_q = long_query;
+      attention_case.seq_len_k = 1 + (attention_case.seq_len_k - 1) % 64;
       attention_case = fit_to_work_cap(attention_case);
     }
     return attention_case;

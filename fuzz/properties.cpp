@@ -262,9 +262,20 @@ PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_c
   mha_case.kv_heads = attention_case.heads;
   const AttentionProblem mha = problem_of(mha_case);
   const AttentionProblem& gqa = subject.problem;
-  // Inputs of the MHA problem: Q as is, K/V head h = the GQA problem's kv head h / group.
+  // Inputs of the MHA problem: Q's rows as they are (each at its place in the MHA problem's Q,
+  // whose strides differ when Q is a view into a packed QKV buffer), K/V head h = the GQA problem's
+  // kv head h / group. O's strides do not depend on the kv heads: one element's place is the same
+  // in both outputs.
   AttentionInputs repeated = generate_inputs(mha, attention_case.data, attention_case.seed, {});
-  repeated.q = subject.inputs.q;
+  for (std::int64_t b = 0; b < gqa.batch; ++b)
+    for (std::int64_t h = 0; h < gqa.heads; ++h)
+      for (std::int64_t i = 0; i < gqa.seq_len_q; ++i) {
+        std::copy_n(
+            &subject.inputs
+                 .q[b * gqa.q_strides.batch + i * gqa.q_strides.seq + h * gqa.q_strides.head],
+            gqa.head_dim,
+            &repeated.q[b * mha.q_strides.batch + i * mha.q_strides.seq + h * mha.q_strides.head]);
+      }
   for (std::int64_t b = 0; b < gqa.batch; ++b)
     for (std::int64_t h = 0; h < gqa.heads; ++h)
       for (std::int64_t j = 0; j < gqa.seq_len_k; ++j) {
@@ -280,8 +291,7 @@ PropertyCheck check_gqa(const Subject& subject, const AttentionCase& attention_c
             gqa.head_dim,
             &repeated.v[b * mha.v_strides.batch + j * mha.v_strides.seq + h * mha.v_strides.head]);
       }
-  // The two problems have the same query heads, so one element's place is the same in both
-  // outputs; their arithmetic is the same only where the kernel declares it shape-independent.
+  // Their arithmetic is the same only where the kernel declares it shape-independent.
   const AllowedDifference allowed =
       subject.deterministic && subject.shape_independent
           ? nullptr

@@ -537,7 +537,10 @@ class CpuFlashKernel final : public AttentionKernel {
     static std::atomic<std::uint64_t> calls{0};
     const bool flaky = flips_last_element(calls.fetch_add(1), plant) && problem.query_rows() > 0;
     const FlashTileConfig& tiles = *find_tile_config(problem.head_dim);
-    const FlashCall call{problem,
+    // The tensors as the plant addresses them (flash_plant_rules.h): their own strides, or not.
+    AttentionProblem addressed = problem;
+    static_cast<ProblemShape&>(addressed) = addressed_as(problem, plant);
+    const FlashCall call{addressed,
                          tensors,
                          plant,
                          tiles,
@@ -562,7 +565,7 @@ class CpuFlashKernel final : public AttentionKernel {
     }
     if (writes_key_past_end(plant)) {
       std::uint16_t* key = const_cast<std::uint16_t*>(tensors.k);
-      key[kv_span(problem) + kKeyWritePastEndElements - 1] = 0;  // in K's guard tail
+      key[k_span(problem) + kKeyWritePastEndElements - 1] = 0;  // in K's guard tail
     }
     if (writes_output_far_past_end(plant) && problem.query_rows() > 0) {
       tensors.o[o_span(problem) - 1 + kFarPastEndElements] = tensors.o[0];

@@ -852,7 +852,7 @@ class CudaFlashKernel final : public AttentionKernel {
                PlantedBug plant) const override {
     const LaunchEntry& entry = *find_launcher(problem.head_dim);
     FlashParams params{};
-    params.problem = problem;
+    params.problem = addressed_as(problem, plant);  // as the plant addresses the tensors
     params.tensors = tensors;
     params.group_size = problem.group_size();
     params.softmax_scale = static_cast<float>(problem.softmax_scale);

@@ -30,6 +30,16 @@ ATTNFUZZ_HOST_DEVICE inline bool makes_extra_score_pass(PlantedBug plant) {
 
 // ---- where a tile lies in the tensors ----
 
+// The problem as the kernel addresses its tensors: each by its own strides. o_with_q_strides
+// addresses O by Q's (a kernel that assumes its output is laid out like its query), and
+// v_with_k_strides V by K's (one stride set for the K/V cache): both right whenever the caller's
+// tensors share those strides, as they do in most tests.
+ATTNFUZZ_HOST_DEVICE inline ProblemShape addressed_as(ProblemShape problem, PlantedBug plant) {
+  if (plant == PlantedBug::o_with_q_strides) problem.o_strides = problem.q_strides;
+  if (plant == PlantedBug::v_with_k_strides) problem.v_strides = problem.k_strides;
+  return problem;
+}
+
 // Query tiles of block_m rows over seq_len_q rows: a ceiling division.
 // partial_last_query_tile_unwritten floors it, leaving the last partial tile unwritten.
 ATTNFUZZ_HOST_DEVICE inline std::int64_t query_tile_count(std::int64_t seq_len_q,
@@ -261,8 +271,8 @@ inline bool writes_inputs_before_computing(const AttentionProblem& problem,
   switch (plant) {
     case PlantedBug::inputs_zeroed_before_compute:
       zero(tensors.q, q_span(problem));
-      zero(tensors.k, kv_span(problem));
-      zero(tensors.v, kv_span(problem));
+      zero(tensors.k, k_span(problem));
+      zero(tensors.v, v_span(problem));
       return false;
     case PlantedBug::block_table_rewritten:
       if (tensors.block_table != nullptr) {

@@ -36,6 +36,10 @@ namespace attnfuzz {
     "an fp16-accumulate MMA (or a half accumulator fragment) for P V")                             \
   X(batch_stride_unpadded, "steps between batches by the compact size seq_len * heads * head_dim", \
     "a batch offset computed from the shape instead of the tensor's batch stride")                 \
+  X(o_with_q_strides, "addresses O with Q's strides",                                              \
+    "the output assumed laid out like the query: wrong for a fresh O or a slice of a larger one")  \
+  X(v_with_k_strides, "addresses V with K's strides",                                              \
+    "one stride set for the K/V cache: wrong for a V cache laid out apart from K's")               \
   X(no_max_subtraction, "exponentiates scores without subtracting the running row maximum",        \
     "the softmax max subtraction left out: exp overflows to inf for large scores")                 \
   X(read_past_seq_len_k, "does not mask the last key tile at seq_len_k: reads and uses its rows",  \

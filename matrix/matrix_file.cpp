@@ -480,10 +480,19 @@ class MatrixParser {
     const std::string& padding_origin = origin(CaseField::row_padding).empty()
                                             ? origin(CaseField::head_dim)
                                             : origin(CaseField::row_padding);
+    // The buffers the placement's tensors are views of (a packed QKV row holds H + 2 Hkv heads).
+    const std::optional<PlacementBounds> bounds =
+        placement_bounds(c.placement, c.heads, c.kv_heads);
+    std::int64_t key_row = 0;
+    if (!bounds || __builtin_add_overflow(row, bounds->key_extra_padding, &key_row)) {
+      fail(file, where(origin(CaseField::placement)),
+           "the buffers of placement " + std::string(placement_name(c.placement)) +
+               " overflow int64");
+    }
     const std::int64_t q_span = product("batch * seq_len_q * heads * (head_dim + row_padding)",
                                         {{c.batch, &origin(CaseField::batch)},
                                          {c.seq_len_q, &origin(CaseField::seq_len_q)},
-                                         {c.heads, &origin(CaseField::heads)},
+                                         {bounds->query_heads, &origin(CaseField::heads)},
                                          {row, &padding_origin}});
     // A paged case's K and V are its page pool: batch * pages per sequence + 1 pages of page_size
     // rows, far more than its keys when page_size is far above seq_len_k.
@@ -492,13 +501,13 @@ class MatrixParser {
                                   {{c.batch * pages_for(c.seq_len_k, c.page_size) + 1,
                                     &origin(CaseField::page_size)},
                                    {c.page_size, &origin(CaseField::page_size)},
-                                   {c.kv_heads, &origin(CaseField::kv_heads)},
-                                   {row, &padding_origin}})
+                                   {bounds->key_heads, &origin(CaseField::kv_heads)},
+                                   {key_row, &padding_origin}})
                         : product("batch * seq_len_k * kv_heads * (head_dim + row_padding)",
                                   {{c.batch, &origin(CaseField::batch)},
                                    {c.seq_len_k, &origin(CaseField::seq_len_k)},
-                                   {c.kv_heads, &origin(CaseField::kv_heads)},
-                                   {row, &padding_origin}});
+                                   {bounds->key_heads, &origin(CaseField::kv_heads)},
+                                   {key_row, &padding_origin}});
     const std::int64_t outputs = product("batch * seq_len_q * heads * head_dim",
                                          {{c.batch, &origin(CaseField::batch)},
                                           {c.seq_len_q, &origin(CaseField::seq_len_q)},

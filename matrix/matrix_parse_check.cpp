@@ -134,12 +134,16 @@ std::optional<std::string> problem_with_case(const AttentionCase& attention_case
            std::to_string(attention_case.kv_heads);
   }
   if (const auto inconsistency = find_inconsistency(attention_case)) return inconsistency->message;
-  std::int64_t row = 0;
-  if (__builtin_add_overflow(attention_case.head_dim, attention_case.row_padding, &row) ||
+  std::int64_t row = 0, key_row = 0;
+  const std::optional<PlacementBounds> bounds =
+      placement_bounds(attention_case.placement, attention_case.heads, attention_case.kv_heads);
+  if (!bounds ||
+      __builtin_add_overflow(attention_case.head_dim, attention_case.row_padding, &row) ||
+      __builtin_add_overflow(row, bounds->key_extra_padding, &key_row) ||
       !product_fits_int64(
-          {attention_case.batch, attention_case.seq_len_q, attention_case.heads, row}) ||
+          {attention_case.batch, attention_case.seq_len_q, bounds->query_heads, row}) ||
       !product_fits_int64(
-          {attention_case.batch, attention_case.seq_len_k, attention_case.kv_heads, row})) {
+          {attention_case.batch, attention_case.seq_len_k, bounds->key_heads, key_row})) {
     return "element counts that overflow int64";
   }
   return std::nullopt;

@@ -336,8 +336,8 @@ void cublas_reference_on_device(const AttentionProblem& problem, const DeviceInp
 ReferenceAttention cublas_reference_attention(const AttentionProblem& problem,
                                               const AttentionTensors& tensors) {
   const auto q = device_copy_of(tensors.q, static_cast<std::size_t>(q_span(problem)));
-  const auto k = device_copy_of(tensors.k, static_cast<std::size_t>(kv_span(problem)));
-  const auto v = device_copy_of(tensors.v, static_cast<std::size_t>(kv_span(problem)));
+  const auto k = device_copy_of(tensors.k, static_cast<std::size_t>(k_span(problem)));
+  const auto v = device_copy_of(tensors.v, static_cast<std::size_t>(v_span(problem)));
   thread_local DeviceReference device;
   cublas_reference_on_device(problem, {q.get(), k.get(), v.get()}, device);
   ReferenceAttention reference;

@@ -142,8 +142,8 @@ void device_plain_attention(const AttentionProblem& problem, const DeviceInputTe
 std::vector<float> device_plain_attention(const AttentionProblem& problem,
                                           const AttentionTensors& tensors) {
   const auto q = device_copy_of(tensors.q, static_cast<std::size_t>(q_span(problem)));
-  const auto k = device_copy_of(tensors.k, static_cast<std::size_t>(kv_span(problem)));
-  const auto v = device_copy_of(tensors.v, static_cast<std::size_t>(kv_span(problem)));
+  const auto k = device_copy_of(tensors.k, static_cast<std::size_t>(k_span(problem)));
+  const auto v = device_copy_of(tensors.v, static_cast<std::size_t>(v_span(problem)));
   DevicePlainAttention plain;
   device_plain_attention(problem, {q.get(), k.get(), v.get()}, plain);
   std::vector<float> output(static_cast<std::size_t>(problem.batch * problem.heads *

@@ -34,6 +34,7 @@ constexpr HeatmapPlace heatmap_place(CaseField field) {
     case CaseField::data:
     case CaseField::layout:
     case CaseField::row_padding:
+    case CaseField::placement:
     case CaseField::softmax_scale:
     case CaseField::injection:
     case CaseField::seq_lens_q:

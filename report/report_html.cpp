@@ -272,6 +272,8 @@ std::string axis_label(const PanelAxis& axis, const AttentionCase& attention_cas
       return "D=" + std::to_string(attention_case.head_dim);
     case CaseField::row_padding:
       return "row padding " + std::to_string(attention_case.row_padding);
+    case CaseField::placement:
+      return "placement " + std::string(placement_name(attention_case.placement));
     default:
       break;
   }

@@ -148,7 +148,8 @@ struct OutputLayout {
 };
 
 OutputLayout output_layout(const AttentionProblem& problem) {
-  const std::int64_t checked = 2 * GuardedOutput::kGuardElements + o_span(problem);
+  const std::int64_t checked = GuardedOutput::kGuardElements + o_span(problem) +
+                               GuardedOutput::trailing_guard_elements(problem);
   return {checked, checked + 64 * problem.o_strides.seq};
 }
 

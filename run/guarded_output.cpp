@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "run/guarded_output.h"
 
+#include <algorithm>
 #include <bit>
 #include <sstream>
 #include <string_view>
@@ -10,8 +11,7 @@ namespace attnfuzz {
 GuardedOutput::GuardedOutput(const AttentionProblem& problem)
     : problem_(problem),
       span_(o_span(problem)),
-      trailing_guard_(kGuardElements +
-                      (problem.varlen_q ? problem.seq_len_q * problem.o_strides.seq : 0)),
+      trailing_guard_(trailing_guard_elements(problem)),
       buffer_(static_cast<std::size_t>(kGuardElements + span_ + trailing_guard_),
               traits_of(problem.dtype).poison_bits) {
   buffer_.label("the output O", kGuardElements, kGuardElements + span_);
@@ -21,6 +21,11 @@ GuardedOutput::GuardedOutput(const AttentionProblem& problem)
                                       std::bit_cast<float>(kFloat32PoisonBits));
     lse_buffer_.label("the log-sum-exp output", kGuardElements, kGuardElements + lse_elements);
   }
+}
+
+std::int64_t GuardedOutput::trailing_guard_elements(const AttentionProblem& problem) {
+  return kGuardElements + (problem.varlen_q ? problem.seq_len_q * problem.o_strides.seq : 0) +
+         std::max<std::int64_t>(0, q_span(problem) - o_span(problem));
 }
 
 namespace {

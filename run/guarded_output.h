@@ -21,6 +21,10 @@ class GuardedOutput {
   // (varlen) output's trailing margin also holds one longest sequence: a kernel that writes a
   // sequence one sequence on writes there.
   static constexpr std::int64_t kGuardElements = 1024;
+  // Elements checked after O's span: kGuardElements, and room for the writes of a kernel that
+  // misplaces O by a whole sequence (a varlen row offset) or by wider strides than O's (Q's, in a
+  // packed QKV buffer), so that such a write is found and named, never past the fence.
+  static std::int64_t trailing_guard_elements(const AttentionProblem& problem);
 
   explicit GuardedOutput(const AttentionProblem& problem);
 

@@ -72,8 +72,8 @@ KernelInputs KernelInputs::copy_of(const AttentionProblem& problem, const Attent
     copy.label(name, 0, span);
   };
   copy(copies.q, inputs.q, "the input Q", static_cast<std::size_t>(q_span(problem)));
-  copy(copies.k, inputs.k, "the input K", static_cast<std::size_t>(kv_span(problem)));
-  copy(copies.v, inputs.v, "the input V", static_cast<std::size_t>(kv_span(problem)));
+  copy(copies.k, inputs.k, "the input K", static_cast<std::size_t>(k_span(problem)));
+  copy(copies.v, inputs.v, "the input V", static_cast<std::size_t>(v_span(problem)));
   copy(copies.cu_seqlens_q, problem.cu_seqlens_q, "the input cu_seqlens_q",
        problem.cu_seqlens_q.size());
   copy(copies.cu_seqlens_k, problem.cu_seqlens_k, "the input cu_seqlens_k",
@@ -107,8 +107,8 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
     const FencedBuffer<std::uint16_t>& after;
     std::int64_t span;
   } tensors[] = {{"Q", original.q, handed.q, q_span(problem)},
-                 {"K", original.k, handed.k, kv_span(problem)},
-                 {"V", original.v, handed.v, kv_span(problem)}};
+                 {"K", original.k, handed.k, k_span(problem)},
+                 {"V", original.v, handed.v, v_span(problem)}};
   for (const auto& tensor : tensors) {
     if (const auto index = first_difference<std::uint16_t>(tensor.before, tensor.after)) {
       return tensor_change(tensor.name, *index, tensor.span, tensor.before[*index],

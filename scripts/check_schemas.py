@@ -221,8 +221,8 @@ GOOD_MATRICES = {
         "matrix": {"seq_len": [3, 5], "causal": [False, True]},
         "cases": [{"batch": 1, "heads": 2, "kv_heads": 1, "seq_len_q": 4, "seq_len_k": [1, 9],
                    "data": ["uniform", "flat_softmax"], "kernel": "cpu_flash", "layout": "bhsd",
-                   "row_padding": 8, "softmax_scale": 0.5, "inject": ["none", "q:none:0",
-                                                                       "k:subnormal:2"]}]},
+                   "row_padding": 8, "placement": ["shared", "qkv_packed"],
+                   "softmax_scale": 0.5, "inject": ["none", "q:none:0", "k:subnormal:2"]}]},
     "the largest seed": {"name": "x", "cases": [{"seed": 18446744073709551615}]},
     "an include only": {"name": "x", "include": ["bench_small.json"]},
 }

@@ -11,7 +11,9 @@
  *
  * Tensors are [batch][seq][head][head_dim] addressed by element strides (head_dim stride is 1):
  *     element (b, s, h, d) of Q is q[b * q_strides.batch + s * q_strides.seq + h * q_strides.head +
- * d] Elements are raw IEEE fp16 or bfloat16 bit patterns (uint16_t). GQA/MQA: query head h reads
+ * d] Each tensor has strides of its own: O's, K's and V's may differ from Q's and from one another
+ * (a fresh or sliced O, a transposed V, views into one packed QKV buffer).
+ * Elements are raw IEEE fp16 or bfloat16 bit patterns (uint16_t). GQA/MQA: query head h reads
  * key/value head h / (heads / kv_heads). Causal (bottom-right aligned, as FlashAttention): query i
  * sees key j iff j <= i + seq_len_k - seq_len_q; a query row that sees no key must produce 0.
  *

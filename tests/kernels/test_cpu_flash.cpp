@@ -262,6 +262,40 @@ RC_GTEST_PROP(CpuFlashPlants, UnpaddedBatchStrideIsAlwaysCaught, ()) {
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
+RC_GTEST_PROP(CpuFlashPlants, OAddressedWithQsStridesIsAlwaysCaughtWhereTheirRowsLieApart, ()) {
+  // Observable: O's rows lie elsewhere than Q's, which needs a second query row (bshd: their
+  // sequence strides differ): a fresh O beside a padded Q, O a slice of a wider buffer, or Q a
+  // view into a packed QKV buffer. The kernel's writes land between O's rows or past its end,
+  // within the checked trailing guard (GuardedOutput::trailing_guard_elements), and leave rows of
+  // its own poison, whatever the data.
+  AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::normal}, .injections = false});
+  attention_case.layout = Layout::bshd;
+  attention_case.placement =
+      *rc::gen::element(Placement::o_contiguous, Placement::o_slice, Placement::qkv_packed);
+  if (attention_case.placement == Placement::o_contiguous) {
+    attention_case.row_padding = *rc::gen::element<std::int64_t>(1, 8);
+  }
+  attention_case.seq_len_q = std::max<std::int64_t>(attention_case.seq_len_q, 2);
+  const CaseResult result = run_case(attention_case, PlantedBug::o_with_q_strides);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, VAddressedWithKsStridesIsAlwaysCaughtWhenVIsTransposed, ()) {
+  // Observable: V in the other layout than K with two kv heads or more (one kv head in either
+  // layout has the same row stride) and a second key. Each V row read is another head's row or
+  // poison: with normal data, never the right values.
+  AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::normal}, .injections = false});
+  attention_case.placement = Placement::v_other_layout;
+  attention_case.kv_heads = *rc::gen::inRange<std::int64_t>(2, 4);
+  attention_case.heads = attention_case.kv_heads * *rc::gen::inRange<std::int64_t>(1, 3);
+  attention_case.seq_len_k = std::max<std::int64_t>(attention_case.seq_len_k, 2);
+  attention_case.causal = false;
+  const CaseResult result = run_case(attention_case, PlantedBug::v_with_k_strides);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
 RC_GTEST_PROP(CpuFlashPlants, NoMaxSubtractionIsAlwaysCaughtOnLargeScores, ()) {
   const AttentionCase attention_case = *small_case(
       {.max_seq_len = 200, .distributions = {DataDistribution::large_scores}, .injections = false});
@@ -651,6 +685,8 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::gqa_modulo,
                                            PlantedBug::pv_fp16_accumulation,
                                            PlantedBug::batch_stride_unpadded,
+                                           PlantedBug::o_with_q_strides,
+                                           PlantedBug::v_with_k_strides,
                                            PlantedBug::no_max_subtraction,
                                            PlantedBug::read_past_seq_len_k,
                                            PlantedBug::stale_row_sum,

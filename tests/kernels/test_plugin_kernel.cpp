@@ -118,7 +118,7 @@ TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {
       ++passed;
     }
   }
-  EXPECT_EQ(passed, 72 + 258);
+  EXPECT_EQ(passed, 72 + 282);
 }
 
 TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginClampedToTheSequences) {
@@ -195,7 +195,7 @@ TEST(PluginKernel, TheCudaVersion2ExamplePassesEveryVariantAndEveryEdgeCaseOnThe
       passed += result.status == CaseStatus::pass;
     }
   }
-  EXPECT_EQ(passed, 72 + 258);
+  EXPECT_EQ(passed, 72 + 282);
 }
 
 TEST(PluginKernel, TheBuggyCudaVersion2ExampleFailsTheWindowedCasesAndPassesTheRest) {

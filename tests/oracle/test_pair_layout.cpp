@@ -30,7 +30,12 @@ std::vector<AttentionCase> shapes() {
   mha.layout = Layout::bshd;
   mha.row_padding = 0;
   mha.seq_len_q = 1;
-  return {gqa, mha};
+  // V in the other layout than K, and Q, K, V views into one packed buffer: each its own strides.
+  AttentionCase transposed_v = gqa;
+  transposed_v.placement = Placement::v_other_layout;
+  AttentionCase packed = gqa;
+  packed.placement = Placement::qkv_packed;
+  return {gqa, mha, transposed_v, packed};
 }
 
 TEST(PairLayout, EveryElementOfAChunkComesFromItsPlaceInQKAndVAndEachIsTakenOnce) {
@@ -39,8 +44,8 @@ TEST(PairLayout, EveryElementOfAChunkComesFromItsPlaceInQKAndVAndEachIsTakenOnce
     const PairGeometry g(problem);
     const std::int64_t pairs = problem.batch * problem.kv_heads;
     std::vector<int> q_taken(static_cast<std::size_t>(q_span(problem)), 0);
-    std::vector<int> k_taken(static_cast<std::size_t>(kv_span(problem)), 0);
-    std::vector<int> v_taken(k_taken.size(), 0);
+    std::vector<int> k_taken(static_cast<std::size_t>(k_span(problem)), 0);
+    std::vector<int> v_taken(static_cast<std::size_t>(v_span(problem)), 0);
     const std::vector<std::uint16_t> q(q_taken.size()), k(k_taken.size()), v(v_taken.size());
     const AttentionTensors base{q.data(), k.data(), v.data(), nullptr};
     const auto q_offset = [&](const std::uint16_t* row) { return row - q.data(); };

@@ -83,7 +83,7 @@ TEST_F(KernelInputsTest, AChangedTensorElementIsNamedWithItsValuesBeforeAndAfter
 }
 
 TEST_F(KernelInputsTest, AWriteIntoAGuardTailIsNamedAsSuch) {
-  const std::size_t past_end = static_cast<std::size_t>(kv_span(problem)) + 64;
+  const std::size_t past_end = static_cast<std::size_t>(k_span(problem)) + 64;
   ASSERT_LT(past_end, handed.k.size());
   handed.k[past_end] = 0;
   const std::optional<std::string> change = find_changed_input(problem, inputs, handed);

@@ -44,6 +44,7 @@ inline const std::map<std::string, nlohmann::json>& alternative_values() {
       {"kernel", "other"},
       {"layout", "bhsd"},
       {"row_padding", 3},
+      {"placement", "qkv_packed"},
       {"softmax_scale", 0.5},
       {"inject", "v:large:4"},
       {"seq_lens_q", "5,0"},
