@@ -84,8 +84,8 @@ struct CaseLimits {
   bool other_head_dims = false;  // 1 case in 8 with a head dim no built-in kernel supports:
                                  // 16, 80, 160 or 192 (a plugin's, perhaps)
   bool decode_steps = false;     // 1 case in 8 a decode step: a few query rows, 257+ keys
-  bool long_queries = false;     // 1 case in 16 a prefill: 257 to 4096 query rows over 1 to 64
-                                 // keys, at and around whole tiles
+  bool long_queries = false;     // 1 in 16 of the other cases a prefill: 257 to 4096 query
+                                 // rows over 1 to 64 keys, at and around whole tiles
   KernelReach reach = {};        // what the kernel under test runs; default: everything
 };
 
