@@ -5,6 +5,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "core/text.h"
+
 namespace attnfuzz {
 namespace {
 
@@ -79,6 +81,13 @@ std::vector<AttentionCase> with_feature(const AttentionCase& base, ProblemFeatur
   return probes;
 }
 
+// Every head dim the generator draws: the built-in kernels' and the others.
+std::vector<std::int64_t> drawn_head_dims() {
+  std::vector<std::int64_t> dims(std::begin(kBuiltInHeadDims), std::end(kBuiltInHeadDims));
+  dims.insert(dims.end(), std::begin(kOtherHeadDims), std::end(kOtherHeadDims));
+  return dims;
+}
+
 template <typename Value>
 void add_once(std::vector<Value>& values, Value value) {
   if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
@@ -95,12 +104,9 @@ KernelReach probe_kernel_reach(const CaseRunner& runner) {
   const auto runs = [&runner](const AttentionCase& attention_case) {
     return runner.choose_kernel(attention_case).kernel != nullptr;
   };
-  std::vector<std::int64_t> drawn_dims(std::begin(kBuiltInHeadDims), std::end(kBuiltInHeadDims));
-  drawn_dims.insert(drawn_dims.end(), std::begin(kOtherHeadDims), std::end(kOtherHeadDims));
-
   KernelReach reach;
   reach.features = 0;
-  for (const std::int64_t head_dim : drawn_dims) {
+  for (const std::int64_t head_dim : drawn_head_dims()) {
     for (const DtypeTraits& traits : kDtypeTraits) {
       if (!runs(probe_case(head_dim, traits.dtype))) continue;
       add_once(reach.head_dims, head_dim);
@@ -130,13 +136,11 @@ KernelReach probe_kernel_reach(const CaseRunner& runner) {
 std::string describe_unreached(const KernelReach& reach) {
   std::vector<std::string> parts;
   std::string head_dims;
-  const auto unreached_dim = [&](std::int64_t head_dim) {
+  for (const std::int64_t head_dim : drawn_head_dims()) {
     if (!reach.head_dims.empty() && !holds(reach.head_dims, head_dim)) {
       head_dims += " " + std::to_string(head_dim);
     }
-  };
-  for (const std::int64_t head_dim : kBuiltInHeadDims) unreached_dim(head_dim);
-  for (const std::int64_t head_dim : kOtherHeadDims) unreached_dim(head_dim);
+  }
   if (!head_dims.empty()) parts.push_back("head dims" + head_dims);
   for (const DtypeTraits& traits : kDtypeTraits) {
     if (!reach.dtypes.empty() && !holds(reach.dtypes, traits.dtype)) {
@@ -149,9 +153,7 @@ std::string describe_unreached(const KernelReach& reach) {
       parts.push_back(std::string(info.name));
     }
   }
-  std::string line;
-  for (const std::string& part : parts) line += (line.empty() ? "" : ", ") + part;
-  return line;
+  return join_names(parts);
 }
 
 KernelReach kernel_reach_from_json(const nlohmann::json& json) {
