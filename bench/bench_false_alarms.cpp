@@ -4,9 +4,10 @@
 // element bound, FlashAttention's rule, the bias test, the determinism check's second run);
 // every tenth dense one also against every metamorphic property. Cases are drawn as the property
 // search draws them: other softmax scales, long rows, decode steps (the split-KV path), head dims
-// no built-in kernel supports, and the attention variants (packed and paged, windows, softcap,
-// ALiBi, the log-sum-exp) each on about half the time. A harness that cries wolf is worse than
-// none: the count must be zero.
+// no built-in kernel supports, shapes past CUDA's grid limits (1 case in 64), every tensor
+// placement, and the attention variants (packed and paged, windows, softcap, ALiBi, the
+// log-sum-exp) each on about half the time. A harness that cries wolf is worse than none: the count
+// must be zero.
 //
 //   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J]
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
@@ -33,6 +34,7 @@
 #include "core/problem_features.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
+#include "kernels/cuda_launch_limits.h"
 #include "kernels/flash_tile_traits.h"
 
 namespace attnfuzz {
@@ -101,6 +103,10 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
   if (attention_case.seq_len_q <= kMaxKvSplitQueryRows &&
       attention_case.seq_len_k > kKeysPerKvSplit) {
     ++tally.checked_by_feature["decode shapes (split-KV in flash kernels)"];
+  }
+  if (attention_case.batch * attention_case.heads > kMaxGridYZ ||
+      attention_case.seq_len_q > kMaxGridYZ) {
+    ++tally.checked_by_feature["past a grid y/z launch limit (65535 pairs, batches or rows)"];
   }
   if (attention_case.placement != Placement::shared) {
     ++tally

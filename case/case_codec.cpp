@@ -121,6 +121,10 @@ constexpr EncodedField kVariantFields[] = {{"variant flags", 36},
                                            {"softcap", 44}};
 constexpr std::size_t kVariantBlockEnd = 44;
 
+// Version 3 has the wide extents after the variants' block, before the sequence lengths.
+constexpr EncodedField kWideFields[] = {{"wide batch", 47}, {"wide seq_len_q", 50}};
+constexpr std::size_t kWideBlockEnd = 50;
+
 // Variant flags of version 2.
 constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVarlenK = 8;
 
@@ -135,10 +139,17 @@ bool has_variants(const AttentionCase& attention_case) {
   return features_of(problem_shape_of(attention_case)) != 0;
 }
 
+// Whether the case needs version 3: a batch or seq_len_q past version 2's limits.
+bool needs_wide_extents(const AttentionCase& attention_case) {
+  return attention_case.batch > kEncodedMaxBatch || attention_case.seq_len_q > kEncodedMaxSeqLen;
+}
+
 }  // namespace
 
 std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> bytes) {
-  const bool version_2 = bytes.size() > 3 && bytes[3] == 2;
+  const bool version_3 = bytes.size() > 3 && bytes[3] == kCaseEncodingVersionWide;
+  const bool version_2 =
+      version_3 || (bytes.size() > 3 && bytes[3] == kCaseEncodingVersionWithVariants);
   for (const EncodedField& field : kEncodedFields) {
     if (version_2 && field.end == kWholeCaseMinBytes) break;
     if (bytes.size() < field.end) return std::string(field.name);
@@ -147,14 +158,27 @@ std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> byt
   for (const EncodedField& field : kVariantFields) {
     if (bytes.size() < field.end) return std::string(field.name);
   }
+  std::size_t block_end = kVariantBlockEnd;
+  std::size_t batch = 1 + bytes[9] % kEncodedMaxBatch;
+  std::size_t length_bytes = 2;
+  if (version_3) {
+    length_bytes = 3;
+    for (const EncodedField& field : kWideFields) {
+      if (bytes.size() < field.end) return std::string(field.name);
+    }
+    block_end = kWideBlockEnd;
+    batch =
+        1 + (std::size_t{bytes[44]} | std::size_t{bytes[45]} << 8 | std::size_t{bytes[46]} << 16) %
+                kEncodedMaxWideBatch;
+  }
   // The lengths' count depends on the batch and the flags: a whole case has its name's length
   // byte after them.
   const std::uint8_t flags = bytes[35];
-  const std::size_t batch = 1 + bytes[9] % kEncodedMaxBatch;
   const std::size_t lengths =
-      2 * batch * (((flags & kFlagVarlenQ) != 0 ? 1 : 0) + ((flags & kFlagVarlenK) != 0 ? 1 : 0));
-  if (bytes.size() < kVariantBlockEnd + lengths) return std::string("sequence lengths");
-  if (bytes.size() < kVariantBlockEnd + lengths + 1) return std::string("kernel name length");
+      length_bytes * batch *
+      (((flags & kFlagVarlenQ) != 0 ? 1 : 0) + ((flags & kFlagVarlenK) != 0 ? 1 : 0));
+  if (bytes.size() < block_end + lengths) return std::string("sequence lengths");
+  if (bytes.size() < block_end + lengths + 1) return std::string("kernel name length");
   return std::nullopt;
 }
 
@@ -166,16 +190,16 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   const auto head_dim_index =
       std::find(std::begin(kEncodedHeadDims), std::end(kEncodedHeadDims), attention_case.head_dim);
   const bool injected = attention_case.injection.value != SpecialValue::none;
-  if (attention_case.batch < 1 || attention_case.batch > kEncodedMaxBatch)
-    return fail<Bytes>(why, "batch outside 1..8");
+  if (attention_case.batch < 1 || attention_case.batch > kEncodedMaxWideBatch)
+    return fail<Bytes>(why, "batch outside 1..2^20");
   if (attention_case.kv_heads < 1 || attention_case.kv_heads > kEncodedMaxKvHeads || group < 1 ||
       group > kEncodedMaxGroup || group * attention_case.kv_heads != attention_case.heads) {
     return fail<Bytes>(why, "heads/kv_heads outside 1..8 kv heads of 1..8 query heads each");
   }
-  if (attention_case.seq_len_q < 1 || attention_case.seq_len_q > kEncodedMaxSeqLen ||
-      attention_case.seq_len_k < 1 || attention_case.seq_len_k > kEncodedMaxSeqLen) {
-    return fail<Bytes>(why, "seq_len_q/seq_len_k outside 1..16384");
-  }
+  if (attention_case.seq_len_q < 1 || attention_case.seq_len_q > kEncodedMaxWideSeqLenQ)
+    return fail<Bytes>(why, "seq_len_q outside 1..2^20");
+  if (attention_case.seq_len_k < 1 || attention_case.seq_len_k > kEncodedMaxSeqLen)
+    return fail<Bytes>(why, "seq_len_k outside 1..16384");
   if (head_dim_index == std::end(kEncodedHeadDims))
     return fail<Bytes>(why, "head_dim not encodable");
   if (case_work(attention_case) > kCaseWorkCap) {
@@ -198,7 +222,8 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   if (attention_case.kernel.size() > 255 || !usable_kernel_name(attention_case.kernel)) {
     return fail<Bytes>(why, "kernel name too long or with odd characters");
   }
-  const bool variants = has_variants(attention_case);
+  const bool wide = needs_wide_extents(attention_case);
+  const bool variants = wide || has_variants(attention_case);
   if (attention_case.page_size > kEncodedMaxSeqLen) return fail<Bytes>(why, "page_size over 16384");
   if (attention_case.window_left > kEncodedMaxWindow ||
       attention_case.window_right > kEncodedMaxWindow) {
@@ -213,14 +238,18 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
 
   ByteWriter out;
   for (char m : kCaseMagic) out.put(static_cast<std::uint8_t>(m), 1);
-  // A dense case keeps the version 1 bytes that saved corpora hold; the variants need version 2.
-  out.put(variants ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion, 1);
-  out.put(static_cast<std::uint64_t>(attention_case.seq_len_q - 1), 2);
+  // A dense case keeps the version 1 bytes that saved corpora hold; the variants need version 2,
+  // and a shape past its limits version 3 (whose narrow batch-1 and seq_len_q-1 are written 0).
+  out.put(wide       ? kCaseEncodingVersionWide
+          : variants ? kCaseEncodingVersionWithVariants
+                     : kCaseEncodingVersion,
+          1);
+  out.put(wide ? 0 : static_cast<std::uint64_t>(attention_case.seq_len_q - 1), 2);
   out.put(static_cast<std::uint64_t>(attention_case.seq_len_k - 1), 2);
   out.put((attention_case.causal ? 1u : 0u) | (attention_case.layout == Layout::bhsd ? 2u : 0u) |
               static_cast<unsigned>(attention_case.placement) << kPlacementShift,
           1);
-  out.put(static_cast<std::uint64_t>(attention_case.batch - 1), 1);
+  out.put(wide ? 0 : static_cast<std::uint64_t>(attention_case.batch - 1), 1);
   out.put(static_cast<std::uint64_t>(attention_case.kv_heads - 1), 1);
   out.put(static_cast<std::uint64_t>(group - 1), 1);
   out.put(static_cast<std::uint64_t>(head_dim_index - std::begin(kEncodedHeadDims)), 1);
@@ -242,10 +271,15 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
     out.put(static_cast<std::uint64_t>(attention_case.window_left + 1), 2);
     out.put(static_cast<std::uint64_t>(attention_case.window_right + 1), 2);
     out.put(static_cast<std::uint64_t>(attention_case.softcap / kSoftcapStep), 2);
+    if (wide) {
+      out.put(static_cast<std::uint64_t>(attention_case.batch - 1), 3);
+      out.put(static_cast<std::uint64_t>(attention_case.seq_len_q - 1), 3);
+    }
+    const int length_bytes = wide ? 3 : 2;  // version 3's lengths reach its wide seq_len_q
     for (const std::int64_t length : attention_case.seq_lens_q)
-      out.put(static_cast<std::uint64_t>(length), 2);
+      out.put(static_cast<std::uint64_t>(length), length_bytes);
     for (const std::int64_t length : attention_case.seq_lens_k)
-      out.put(static_cast<std::uint64_t>(length), 2);
+      out.put(static_cast<std::uint64_t>(length), length_bytes);
   }
   out.put(attention_case.kernel.size(), 1);
   for (char ch : attention_case.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
@@ -262,21 +296,29 @@ double folded_scale(std::uint64_t bits, std::int64_t head_dim) {
   return std::exp2(exponent) / std::sqrt(static_cast<double>(head_dim));
 }
 
+// Fits the case under the work cap when it is over, saying so in `fitted`.
+void fit_if_over_cap(AttentionCase& attention_case, bool* fitted) {
+  if (case_work(attention_case) <= kCaseWorkCap) return;
+  attention_case = fit_to_work_cap(attention_case);
+  if (fitted != nullptr) *fitted = true;
+}
+
 // decode_case's work. With `any_bytes`, what the exact form rejects is read as a case instead
 // (decode_any_bytes); `repaired` then says whether anything was.
 std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, bool any_bytes,
                                            std::string* why, bool* fitted, bool* repaired) {
-  bool version_2 = false;
+  std::uint8_t version = kCaseEncodingVersion;
   std::span<const std::uint8_t> body;
-  const bool valid_header =
-      bytes.size() >= kHeaderBytes && starts_with_case_magic(bytes) &&
-      (bytes[3] == kCaseEncodingVersion || bytes[3] == kCaseEncodingVersionWithVariants);
+  const bool valid_header = bytes.size() >= kHeaderBytes && starts_with_case_magic(bytes) &&
+                            bytes[3] >= kCaseEncodingVersion &&
+                            bytes[3] <= kCaseEncodingVersionWide;
   if (valid_header) {
-    version_2 = bytes[3] == kCaseEncodingVersionWithVariants;
+    version = bytes[3];
     body = bytes.subspan(kHeaderBytes);
   } else if (any_bytes) {
-    // The version's low bit picks the form (1 odd, 2 even); the fields start where they would.
-    version_2 = bytes.size() >= kHeaderBytes && (bytes[3] & 1u) == 0;
+    // The version modulo 3 picks the form (1 and 2 as named, 0 the wide 3); the fields start
+    // where they would.
+    if (bytes.size() >= kHeaderBytes) version = bytes[3] % 3 == 0 ? 3 : bytes[3] % 3;
     body = bytes.subspan(std::min(bytes.size(), kHeaderBytes));
     if (repaired != nullptr) *repaired = true;
   } else if (bytes.size() < kHeaderBytes) {
@@ -287,8 +329,8 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
   } else {
     return fail<AttentionCase>(why, "case encoding version " + std::to_string(bytes[3]) +
                                         " is not supported (this build reads versions " +
-                                        std::to_string(kCaseEncodingVersion) + " and " +
-                                        std::to_string(kCaseEncodingVersionWithVariants) + ")");
+                                        std::to_string(kCaseEncodingVersion) + " to " +
+                                        std::to_string(kCaseEncodingVersionWide) + ")");
   }
   ByteReader in(body);
   AttentionCase attention_case;
@@ -306,7 +348,9 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
       attention_case.kv_heads * (1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxGroup));
   attention_case.head_dim = kEncodedHeadDims[in.get(1) % std::size(kEncodedHeadDims)];
   attention_case.dtype = static_cast<Dtype>(in.get(1) % std::size(kDtypeTraits));
-  const bool over_cap = case_work(attention_case) > kCaseWorkCap;
+  // Version 3's batch and seq_len_q come later, in its wide fields: its fit waits for them.
+  const bool over_cap =
+      version != kCaseEncodingVersionWide && case_work(attention_case) > kCaseWorkCap;
   if (over_cap) attention_case = fit_to_work_cap(attention_case);
   if (fitted != nullptr) *fitted = over_cap;
   attention_case.row_padding = static_cast<std::int64_t>(in.get(1) % (kEncodedMaxRowPadding + 1));
@@ -327,7 +371,7 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
     attention_case.softmax_scale = folded_scale(scale_bits, attention_case.head_dim);
     if (repaired != nullptr) *repaired = true;
   }
-  if (version_2) {
+  if (version >= kCaseEncodingVersionWithVariants) {
     const std::uint64_t flags = in.get(1);
     attention_case.alibi = (flags & kFlagAlibi) != 0;
     attention_case.return_lse = (flags & kFlagReturnLse) != 0;
@@ -336,17 +380,25 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
     attention_case.window_right =
         static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
     attention_case.softcap = static_cast<double>(in.get(2)) * kSoftcapStep;
+    if (version == kCaseEncodingVersionWide) {
+      // Each wide field is fitted as it comes, so that no product of them leaves int64.
+      attention_case.batch = 1 + static_cast<std::int64_t>(in.get(3) % kEncodedMaxWideBatch);
+      fit_if_over_cap(attention_case, fitted);
+      attention_case.seq_len_q = 1 + static_cast<std::int64_t>(in.get(3) % kEncodedMaxWideSeqLenQ);
+      fit_if_over_cap(attention_case, fitted);
+    }
     // Each length wraps into 0 .. seq_len: every value is a valid sequence.
+    const int length_bytes = version == kCaseEncodingVersionWide ? 3 : 2;
     if ((flags & kFlagVarlenQ) != 0) {
       for (std::int64_t b = 0; b < attention_case.batch; ++b) {
         attention_case.seq_lens_q.push_back(
-            static_cast<std::int64_t>(in.get(2) % (attention_case.seq_len_q + 1)));
+            static_cast<std::int64_t>(in.get(length_bytes) % (attention_case.seq_len_q + 1)));
       }
     }
     if ((flags & kFlagVarlenK) != 0) {
       for (std::int64_t b = 0; b < attention_case.batch; ++b) {
         attention_case.seq_lens_k.push_back(
-            static_cast<std::int64_t>(in.get(2) % (attention_case.seq_len_k + 1)));
+            static_cast<std::int64_t>(in.get(length_bytes) % (attention_case.seq_len_k + 1)));
       }
     }
   }

@@ -13,6 +13,9 @@
 //   window_left+1 u16 | window_right+1 u16 | softcap*16 u16 |
 //   per-sequence query lengths u16 x batch (varlen q) | key lengths u16 x batch (varlen k)
 // each length wrapping into 0 .. seq_len.
+// Version 3 (a batch over 8 or seq_len_q over 16384: a shape past CUDA's grid limits) is version 2
+// with batch-1 u24 | seq_len_q-1 u24 after the softcap, which replace the narrow fields (written as
+// 0), and its sequence lengths u24 each.
 // An input may stop anywhere after the version: the fields it leaves out take their defaults
 // (seq_len_k = seq_len_q, one head, batch 1, head_dim 64, fp16, normal data, seed 0, nothing
 // injected, the default scale and kernel), so cutting bytes off the end simplifies a case, which is
@@ -48,6 +51,10 @@ namespace attnfuzz {
 inline constexpr std::uint8_t kCaseEncodingVersion = 1;
 // Version 2: version 1's fields, then the variants (written only for a case that has any).
 inline constexpr std::uint8_t kCaseEncodingVersionWithVariants = 2;
+// Version 3: version 2's fields, then the wide extents: a batch and a seq_len_q past version 2's
+// limits, its sequence lengths three bytes each (written only for a case that needs them: a shape
+// past CUDA's grid limits).
+inline constexpr std::uint8_t kCaseEncodingVersionWide = 3;
 inline constexpr char kCaseMagic[] = {'A', 'F', 'Z'};
 
 // Limits of the binary form (a matrix file can describe larger cases).
@@ -55,6 +62,9 @@ inline constexpr std::int64_t kEncodedMaxBatch = 8;
 inline constexpr std::int64_t kEncodedMaxKvHeads = 8;
 inline constexpr std::int64_t kEncodedMaxGroup = 8;
 inline constexpr std::int64_t kEncodedMaxSeqLen = 16384;
+// Version 3's wide extents (three bytes each); the work cap bounds what a case of them costs.
+inline constexpr std::int64_t kEncodedMaxWideBatch = std::int64_t{1} << 20;
+inline constexpr std::int64_t kEncodedMaxWideSeqLenQ = std::int64_t{1} << 20;
 inline constexpr std::int64_t kEncodedMaxRowPadding = 16;
 inline constexpr std::int64_t kEncodedMaxInjections = 16;
 // Head dims the binary form can name: every tile configuration, and four that no built-in kernel
@@ -74,10 +84,10 @@ std::optional<AttentionCase> decode_case(std::span<const std::uint8_t> bytes,
                                          std::string* why = nullptr, bool* fitted = nullptr);
 
 // Any bytes as a case, for libFuzzer's mutations: bytes decode_case reads decode as it reads them;
-// of the others, a wrong magic or version leaves the fields where they would be (the version's low
-// bit choosing the form: odd 1, even 2), an unusable scale is folded into 2^-8 .. 2^8 times
-// 1/sqrt(head_dim), and a kernel name that does not fill the bytes left, or has odd characters,
-// gives the default kernel. `repaired` says whether any of that happened.
+// of the others, a wrong magic or version leaves the fields where they would be (the version modulo
+// 3 choosing the form: 1 or 2 as named, 0 the wide form 3), an unusable scale is folded into 2^-8
+// .. 2^8 times 1/sqrt(head_dim), and a kernel name that does not fill the bytes left, or has odd
+// characters, gives the default kernel. `repaired` says whether any of that happened.
 AttentionCase decode_any_bytes(std::span<const std::uint8_t> bytes, bool* fitted = nullptr,
                                bool* repaired = nullptr);
 

@@ -31,8 +31,15 @@ std::int64_t largest_fitting_length(std::int64_t length, std::int64_t work_per_u
 }  // namespace
 
 std::int64_t case_work(const AttentionCase& attention_case) {
-  return attention_case.batch * attention_case.heads * attention_case.seq_len_q *
-         attention_case.seq_len_k * attention_case.head_dim;
+  // Saturating, as page_pool_elements is: version 3 of the binary form reaches 2^20 batches of 2^20
+  // query rows, a product past int64.
+  std::int64_t work = 1;
+  for (const std::int64_t factor :
+       {attention_case.batch, attention_case.heads, attention_case.seq_len_q,
+        attention_case.seq_len_k, attention_case.head_dim}) {
+    if (__builtin_mul_overflow(work, factor, &work)) return INT64_MAX;
+  }
+  return work;
 }
 
 std::int64_t page_pool_elements(const AttentionCase& attention_case) {
@@ -114,6 +121,12 @@ AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap) {
   if (page_pool_elements(attention_case) > cap) {
     const std::int64_t spare_row = attention_case.kv_heads * attention_case.head_dim;
     attention_case = fit_work(std::move(attention_case), std::max(cap - spare_row, spare_row));
+  }
+  // A packed placement widens each pooled row past kv_heads x head_dim (K's rows hold the query
+  // heads too under qkv_packed): the work halves until the pool fits.
+  for (std::int64_t work = case_work(attention_case) / 2;
+       page_pool_elements(attention_case) > cap && work >= 1; work /= 2) {
+    attention_case = fit_work(std::move(attention_case), work);
   }
   return attention_case;
 }

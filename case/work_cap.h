@@ -37,8 +37,10 @@ std::int64_t page_pool_elements(const AttentionCase& attention_case);
 //      remainder modulo 64, then down to 1.
 // Everything else (dtype, layout, data, seed, scale, head_dim) is kept, but for a page pool over
 // the cap: its page_size is halved until the pool fits, and when pages of one row are still too
-// many (work close to the cap), steps 1 to 5 run again to the cap less one spare row. The default
-// cap is always met, the pool's too (any cap of at least 4096 is).
+// many (work close to the cap), steps 1 to 5 run again to the cap less one spare row, and then
+// (a packed placement widening each pooled row past kv_heads x head_dim) to half the work, and
+// half again, until the pool fits. The default cap is always met, the pool's too (any cap of at
+// least 4096 is).
 AttentionCase fit_to_work_cap(AttentionCase attention_case, std::int64_t cap = kCaseWorkCap);
 
 }  // namespace attnfuzz

@@ -20,6 +20,7 @@
 #include "case/work_cap.h"
 #include "core/problem_features.h"
 #include "core/splitmix.h"
+#include "kernels/cuda_launch_limits.h"
 
 namespace attnfuzz {
 
@@ -86,6 +87,8 @@ struct CaseLimits {
   bool decode_steps = false;     // 1 case in 8 a decode step: a few query rows, 257+ keys
   bool long_queries = false;     // 1 in 16 of the other cases a prefill: 257 to 4096 query
                                  // rows over 1 to 64 keys, at and around whole tiles
+  bool launch_limits = false;    // 1 case in 64 past CUDA's 65535 blocks in grid y or z: more
+                                 // (batch, head) pairs, batches or query rows than that
   KernelReach reach = {};        // what the kernel under test runs; default: everything
 };
 
@@ -100,6 +103,7 @@ inline CaseLimits search_case_limits(KernelReach reach = {}) {
           .other_head_dims = true,
           .decode_steps = true,
           .long_queries = true,
+          .launch_limits = true,
           .reach = std::move(reach)};
 }
 
@@ -150,6 +154,61 @@ inline rc::Gen<std::pair<std::int64_t, std::int64_t>> decode_step() {
                            {1, uniform<std::int64_t>(257, 4097)},
                            {1, choice<std::int64_t>({257, 511, 512, 513, 1000, 2049, 4096})},
                        }));
+}
+
+// Which count a launch-limit case takes past CUDA's 65535 blocks in grid y or z (kMaxGridYZ),
+// where kernels that put that count in one of those dimensions drop or refuse the work past it.
+enum class LaunchLimit { none, pairs, batches, query_rows };
+
+// A launch-limit draw: which count, how many blocks past the limit, and the head dim to take (0:
+// the one drawn).
+struct LaunchLimitDraw {
+  LaunchLimit limit = LaunchLimit::none;
+  std::int64_t beyond = 0;
+  std::int64_t head_dim = 0;
+};
+
+// None 63 times in 64, else a count past the limit: by 1, 2 or 64 blocks (whole 64-row tiles, a
+// one-row tail, a 63-row tail) 2 times in 3, or by up to 4096. Shrinks toward none, then toward
+// just past the limit.
+inline rc::Gen<LaunchLimitDraw> launch_limit(std::int64_t head_dim) {
+  const auto past = rc::gen::map(
+      rc::gen::pair(
+          choice<LaunchLimit>({LaunchLimit::pairs, LaunchLimit::batches, LaunchLimit::query_rows}),
+          rc::gen::weightedOneOf<std::int64_t>(
+              {{2, choice<std::int64_t>({1, 2, 64})}, {1, uniform<std::int64_t>(1, 4097)}})),
+      [head_dim](const auto& drawn) {
+        return LaunchLimitDraw{drawn.first, drawn.second, head_dim};
+      });
+  return rc::gen::weightedOneOf<LaunchLimitDraw>(
+      {{63, rc::gen::just(LaunchLimitDraw{})}, {1, past}});
+}
+
+// The case past a launch limit, kept cheap (one query row or one head, at most four keys, the
+// draw's head dim): `beyond` blocks past 65535 of (batch, head) pairs, of batches alone, or of one
+// sequence's query rows. Not fitted under the work cap: the count past the limit is the point.
+inline AttentionCase past_launch_limit(AttentionCase attention_case, const LaunchLimitDraw& draw) {
+  if (draw.limit == LaunchLimit::none) return attention_case;
+  if (draw.head_dim != 0) attention_case.head_dim = draw.head_dim;
+  attention_case.seq_len_k = 1 + (attention_case.seq_len_k - 1) % 4;
+  attention_case.seq_len_q = 1;
+  switch (draw.limit) {
+    case LaunchLimit::none:
+      break;
+    case LaunchLimit::pairs:
+      attention_case.batch =
+          (kMaxGridYZ + draw.beyond + attention_case.heads - 1) / attention_case.heads;
+      break;
+    case LaunchLimit::batches:
+      attention_case.heads = attention_case.kv_heads = 1;
+      attention_case.batch = kMaxGridYZ + draw.beyond;
+      break;
+    case LaunchLimit::query_rows:
+      attention_case.heads = attention_case.kv_heads = attention_case.batch = 1;
+      attention_case.seq_len_q = kMaxGridYZ + draw.beyond;
+      break;
+  }
+  return attention_case;
 }
 
 // The placements as drawn: shared (every tensor in the case's layout) half of the time, each other
@@ -204,6 +263,10 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
   if (built_in_dims.empty() && other_dims.empty()) {
     built_in_dims.assign(std::begin(kBuiltInHeadDims), std::end(kBuiltInHeadDims));
   }
+  // Launch-limit cases take the smallest built-in head dim the kernel runs (0: none; the drawn
+  // one).
+  const std::int64_t smallest_head_dim =
+      built_in_dims.empty() ? 0 : *std::min_element(built_in_dims.begin(), built_in_dims.end());
   const rc::Gen<std::int64_t> head_dim =
       built_in_dims.empty() ? choice(std::move(other_dims))
       : other_dims.empty()
@@ -236,10 +299,12 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
                           : no_decode_step,
       limits.long_queries ? rc::gen::weightedOneOf<std::int64_t>(
                                 {{15, rc::gen::just<std::int64_t>(0)}, {1, long_query_length()}})
-                          : rc::gen::just<std::int64_t>(0));
+                          : rc::gen::just<std::int64_t>(0),
+      limits.launch_limits ? launch_limit(smallest_head_dim) : rc::gen::just(LaunchLimitDraw{}));
   const auto numerics_and_data = rc::gen::tuple(
       choice(std::move(dtypes)), choice<bool>({false, true}),  // dtype, causal
-      choice<Layout>({Layout::bshd, Layout::bhsd}), choice<std::int64_t>({0, 0, 8}),  // row_padding
+      choice<Layout>({Layout::bshd, Layout::bhsd}),
+      choice<std::int64_t>({0, 0, 8, 1}),  // row_padding
       choice(drawn_placements()), choice(std::move(distributions)),
       uniform<std::uint64_t>(0, std::uint64_t{1} << 32),
       limits.injections ? special_value_injection() : rc::gen::just(SpecialValueInjection{}));
@@ -247,7 +312,7 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
     const auto& [batch, kv_heads, group, seq_len_q, seq_len_k, head_dim] = std::get<0>(choices);
     const auto& [dtype, causal, layout, row_padding, placement, data, seed, injection] =
         std::get<1>(choices);
-    const auto& [scale_multiple, long_row, decode, long_query] = std::get<2>(choices);
+    const auto& [scale_multiple, long_row, decode, long_query, launch] = std::get<2>(choices);
     AttentionCase attention_case;
     attention_case.id = "generated";
     attention_case.batch = batch;
@@ -268,7 +333,9 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
       attention_case.softmax_scale =
           scale_multiple / std::sqrt(static_cast<double>(attention_case.head_dim));
     }
-    if (long_row != 0) {
+    if (launch.limit != LaunchLimit::none) {
+      attention_case = past_launch_limit(attention_case, launch);
+    } else if (long_row != 0) {
       attention_case.seq_len_k = long_row;
       attention_case = fit_to_work_cap(attention_case);  // the row stays long, the rest gives way
     } else if (decode.first != 0) {
@@ -344,6 +411,12 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
       attention_case.seq_lens_k =
           drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_k, ~lengths_seed);
     attention_case.page_size = page_size;
+    // A page per sequence is most of a pool of many sequences of a few keys (a launch-limit
+    // case's): pages are halved toward the work cap, down to one row, which keeps such a pool
+    // within a few times the cap (packed placements widen its rows).
+    while (attention_case.page_size > 1 && page_pool_elements(attention_case) > kCaseWorkCap) {
+      attention_case.page_size /= 2;
+    }
     attention_case.window_left = window_left;
     attention_case.window_right = window_right;
     attention_case.softcap = softcap;

@@ -195,8 +195,12 @@ QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_
                              problem.kv_heads, batch, tile.kv_head);
   }
   tile.first_row = query_tile * call.tiles.block_m;
-  const bool tile_exists = query_tile < query_tile_count(seq_q, call.tiles.block_m, call.plant);
-  tile.rows = tile_exists ? rows_in_tile(tile.first_row, call.tiles.block_m, seq_q) : 0;
+  const bool tile_exists = query_tile < query_tile_count(seq_q, call.tiles.block_m, call.plant) &&
+                           pair_launched(batch, head, problem.heads, call.plant);
+  tile.rows = tile_exists ? rows_launched(tile.first_row,
+                                          rows_in_tile(tile.first_row, call.tiles.block_m, seq_q),
+                                          call.plant)
+                          : 0;
   tile.diagonal_offset = causal_diagonal_offset(seq_q, seq_k, call.plant);
   tile.alibi_offset = alibi_diagonal_offset(seq_q, seq_k, call.plant);
   tile.alibi_slope = problem.alibi ? tensors.alibi_slopes[head] : 0.0f;

@@ -33,6 +33,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -64,6 +65,9 @@ struct FlashParams {
   const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
   std::uint8_t* coverage;  // kDeviceCoverageCount bytes when recording (device_coverage.h), or null
   KvSplitPlan split;       // of the key tiles; splits == 1: each CTA writes its output itself
+  // This launch's first batch and head, from which grid z and y count: they stop at kMaxGridYZ, so
+  // more batches or heads run as several launches.
+  std::int64_t first_batch, first_head;
   // Split-KV workspace: [batch][head][split][kBlockM] partial outputs of head_dim floats and
   // log-sum-exps.
   float* split_output;
@@ -231,9 +235,9 @@ struct LanePlace {
       : warp(threadIdx.x / 32), group((threadIdx.x % 32) / 4), quad_lane(threadIdx.x % 4) {}
 };
 
-// Plans the CTA's query tile (blockIdx: x query tile x split, y head, z batch): its sequence, its
-// rows, its diagonals, and the key range, narrowed by the causal diagonal and the window to the
-// tiles its rows can see, then to this split's share of them.
+// Plans the CTA's query tile (blockIdx: x query tile x split, y head and z batch from the launch's
+// first): its sequence, its rows, its diagonals, and the key range, narrowed by the causal diagonal
+// and the window to the tiles its rows can see, then to this split's share of them.
 template <int kBlockN>
 __device__ __forceinline__ QueryTile plan_query_tile(const FlashParams& params) {
   const ProblemShape& problem = params.problem;
@@ -241,20 +245,28 @@ __device__ __forceinline__ QueryTile plan_query_tile(const FlashParams& params) 
   const PlantedBug plant = params.plant;
   const int splits = params.split.splits;
   QueryTile tile;
-  tile.batch = blockIdx.z;
-  tile.head = blockIdx.y;
+  tile.batch = params.first_batch + blockIdx.z;
+  tile.head = params.first_head + blockIdx.y;
   tile.split = static_cast<int>(blockIdx.x % splits);
   tile.seq_q =
       sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, tile.batch);
   tile.seq_k =
       sequence_length(problem.varlen_k, problem.seq_len_k, tensors.cu_seqlens_k, tile.batch);
   const std::int64_t query_tile = blockIdx.x / splits;
-  if (query_tile >= query_tile_count(tile.seq_q, kBlockM, plant)) return tile;
+  if (query_tile >= query_tile_count(tile.seq_q, kBlockM, plant) ||
+      !pair_launched(tile.batch, tile.head, problem.heads, plant)) {
+    return tile;
+  }
   tile.in_sequence = true;
   tile.kv_head =
       kv_head_of_query_head(tile.head, problem.kv_heads, params.group_size, tile.seq_k, plant);
   tile.first_row = query_tile * kBlockM;
-  tile.rows = rows_in_tile(tile.first_row, kBlockM, tile.seq_q);
+  tile.rows =
+      rows_launched(tile.first_row, rows_in_tile(tile.first_row, kBlockM, tile.seq_q), plant);
+  if (tile.rows == 0) {  // the plant launched none of the tile's rows: nothing is written
+    tile.in_sequence = false;
+    return tile;
+  }
   tile.diagonal_offset = causal_diagonal_offset(tile.seq_q, tile.seq_k, plant);
   tile.alibi_offset = alibi_diagonal_offset(tile.seq_q, tile.seq_k, plant);
   tile.alibi_slope = problem.alibi ? tensors.alibi_slopes[tile.head] : 0.0f;
@@ -548,8 +560,11 @@ __device__ __forceinline__ void store_output_tile(const FlashParams& params, con
   const ProblemShape& problem = params.problem;
   const PlantedBug plant = params.plant;
   const LanePlace lane;
+  // The tile's rows end at seq_q, or where the plant stopped them (rows_launched); one further
+  // under write_past_output_end.
+  const std::int64_t rows_end = tile.first_row + tile.rows;
   const std::int64_t row_limit =
-      plant == PlantedBug::write_past_output_end ? tile.seq_q + 1 : tile.seq_q;
+      plant == PlantedBug::write_past_output_end ? tile.seq_q + 1 : rows_end;
   std::uint16_t* o_base =
       params.tensors.o + query_head_start<kHeadDim>(params, tile, problem.o_strides);
   const bool toward_zero = output_rounds_toward_zero(plant);
@@ -561,7 +576,7 @@ __device__ __forceinline__ void store_output_tile(const FlashParams& params, con
     const std::int64_t query_row = rows.query_row[r];
     if (query_row >= row_limit) continue;
     mark(params.coverage, DeviceCoveragePoint::fully_masked_row, saw_no_key);
-    if (problem.return_lse && lane.quad_lane == 0 && query_row < tile.seq_q) {
+    if (problem.return_lse && lane.quad_lane == 0 && query_row < rows_end) {
       params.tensors.lse[log_sum_exp_index(problem, params.tensors.cu_seqlens_q, tile.batch,
                                            tile.head, query_row, plant)] =
           stored_log_sum_exp(rows.row_max[r], total, plant);
@@ -687,8 +702,9 @@ __global__ void __launch_bounds__(kThreads) combine_splits(const FlashParams par
   const PlantedBug plant = params.plant;
   const int splits = params.split.splits;
   const std::int64_t row = blockIdx.x;
-  const std::int64_t head = blockIdx.y;
-  const std::int64_t batch = blockIdx.z;
+  const std::int64_t head = params.first_head + blockIdx.y;
+  const std::int64_t batch = params.first_batch + blockIdx.z;
+  if (!pair_launched(batch, head, problem.heads, plant)) return;
   const std::int64_t seq_q =
       sequence_length(problem.varlen_q, problem.seq_len_q, tensors.cu_seqlens_q, batch);
   const std::int64_t row_limit = plant == PlantedBug::write_past_output_end ? seq_q + 1 : seq_q;
@@ -756,14 +772,27 @@ void launch(const FlashParams& params, std::int64_t query_tiles, cudaStream_t st
   // Past 48 KiB a kernel must opt in to the larger shared-memory carve-out.
   ATTNFUZZ_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
-  const unsigned heads = static_cast<unsigned>(params.problem.heads);
-  const unsigned batch = static_cast<unsigned>(params.problem.batch);
-  const dim3 grid(static_cast<unsigned>(query_tiles * params.split.splits), heads, batch);
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(params);
-  ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
-  if (params.split.splits > 1) {
-    combine_splits<kHeadDim, Element><<<dim3(kBlockM, heads, batch), kThreads, 0, stream>>>(params);
-    ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+  // Heads in grid y, batches in z: past kMaxGridYZ of either, one launch per chunk of them.
+  const std::int64_t heads = params.problem.heads;
+  const std::int64_t batches = params.problem.batch;
+  for (std::int64_t first_batch = 0; first_batch < batches; first_batch += kMaxGridYZ) {
+    for (std::int64_t first_head = 0; first_head < heads; first_head += kMaxGridYZ) {
+      FlashParams chunk = params;
+      chunk.first_batch = first_batch;
+      chunk.first_head = first_head;
+      const unsigned chunk_heads = static_cast<unsigned>(std::min(heads - first_head, kMaxGridYZ));
+      const unsigned chunk_batches =
+          static_cast<unsigned>(std::min(batches - first_batch, kMaxGridYZ));
+      const dim3 grid(static_cast<unsigned>(query_tiles * params.split.splits), chunk_heads,
+                      chunk_batches);
+      kernel<<<grid, kThreads, kSharedBytes, stream>>>(chunk);
+      ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+      if (params.split.splits > 1) {
+        combine_splits<kHeadDim, Element>
+            <<<dim3(kBlockM, chunk_heads, chunk_batches), kThreads, 0, stream>>>(chunk);
+        ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
+      }
+    }
   }
 }
 
@@ -827,7 +856,8 @@ class CudaFlashKernel final : public AttentionKernel {
     return "FlashAttention-2 style CUDA kernel: mma.sync m16n8k16, online softmax in registers";
   }
   std::string capabilities() const override {
-    return flash_capabilities() + "; batch, heads <= " + std::to_string(kMaxGridYZ);
+    return flash_capabilities() + "; any batch and heads (launched in chunks of " +
+           std::to_string(kMaxGridYZ) + ")";
   }
   ExecutionSite site() const override { return ExecutionSite::cuda_device; }
   // One CTA per (query tile, head, batch): its arithmetic depends on the lengths and head dim only.
@@ -840,10 +870,6 @@ class CudaFlashKernel final : public AttentionKernel {
     }
     if (find_launcher(problem.head_dim) == nullptr) {
       return SupportVerdict::no(no_tile_config_reason(name(), problem.head_dim));
-    }
-    if (problem.batch > kMaxGridYZ || problem.heads > kMaxGridYZ) {
-      return SupportVerdict::no("cuda_flash launches one CTA row per head and batch: at most " +
-                                std::to_string(kMaxGridYZ) + " of each");
     }
     return SupportVerdict::yes();
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Launch limits of CUDA that the CUDA kernels' grids run into, so that each kernel's supports()
-// refuses the problems it cannot launch, and names the limit the same way.
+// Launch limits of CUDA grids, named once: cuda_naive refuses the problems past them, cuda_flash
+// launches such problems in chunks under them, and the plants of flash_plant_rules.h drop the work
+// past them, as a kernel that clamps its grid to them does.
 #pragma once
 
 #include <cstdint>

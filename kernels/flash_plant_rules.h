@@ -17,6 +17,7 @@
 
 #include "core/attention_problem.h"
 #include "core/host_device.h"
+#include "kernels/cuda_launch_limits.h"
 #include "kernels/planted_bug.h"
 
 namespace attnfuzz {
@@ -38,6 +39,24 @@ ATTNFUZZ_HOST_DEVICE inline ProblemShape addressed_as(ProblemShape problem, Plan
   if (plant == PlantedBug::o_with_q_strides) problem.o_strides = problem.q_strides;
   if (plant == PlantedBug::v_with_k_strides) problem.v_strides = problem.k_strides;
   return problem;
+}
+
+// ---- how much of the grid is launched ----
+
+// Whether the (batch, head) pair runs at all. pairs_past_grid_limit_dropped flattens the pairs into
+// one grid dimension clamped to CUDA's limit for y and z: from pair kMaxGridYZ on, none runs.
+ATTNFUZZ_HOST_DEVICE inline bool pair_launched(std::int64_t batch, std::int64_t head,
+                                               std::int64_t heads, PlantedBug plant) {
+  return plant != PlantedBug::pairs_past_grid_limit_dropped || batch * heads + head < kMaxGridYZ;
+}
+
+// Rows of a query tile from `first_row` that run: `rows`, or with
+// query_rows_past_grid_limit_dropped (one block per query row, the rows in a clamped y or z
+// dimension) only those before row kMaxGridYZ of the sequence.
+ATTNFUZZ_HOST_DEVICE inline int rows_launched(std::int64_t first_row, int rows, PlantedBug plant) {
+  if (plant != PlantedBug::query_rows_past_grid_limit_dropped) return rows;
+  const std::int64_t before_limit = kMaxGridYZ - first_row;
+  return before_limit <= 0 ? 0 : before_limit < rows ? static_cast<int>(before_limit) : rows;
 }
 
 // Query tiles of block_m rows over seq_len_q rows: a ceiling division.

@@ -40,6 +40,13 @@ namespace attnfuzz {
     "the output assumed laid out like the query: wrong for a fresh O or a slice of a larger one")  \
   X(v_with_k_strides, "addresses V with K's strides",                                              \
     "one stride set for the K/V cache: wrong for a V cache laid out apart from K's")               \
+  X(pairs_past_grid_limit_dropped,                                                                 \
+    "computes only the first 65535 (batch, head) pairs: the rest of the output is never written",  \
+    "batch x heads flattened into grid y or z, whose launch limit is 65535, and the grid clamped " \
+    "to it")                                                                                       \
+  X(query_rows_past_grid_limit_dropped,                                                            \
+    "computes only the first 65535 query rows of a sequence: later rows are never written",        \
+    "one block per query row with the rows in grid y or z, clamped to its 65535 launch limit")     \
   X(no_max_subtraction, "exponentiates scores without subtracting the running row maximum",        \
     "the softmax max subtraction left out: exp overflows to inf for large scores")                 \
   X(read_past_seq_len_k, "does not mask the last key tile at seq_len_k: reads and uses its rows",  \

@@ -7,8 +7,8 @@
 # Its steps come in groups, run in this order (the GPU-specific ones first, so that a run cut short
 # by a time limit has recorded the most telling ones):
 #   tests       the GPU tests of the suite (they skip on a machine without a GPU), in parallel
-#   matrices    corpus/matrix/pr.json, inference.json and training.json on cuda_flash: zero false
-#               alarms expected
+#   matrices    corpus/matrix/pr.json, inference.json, training.json and launch_limits.json on
+#               cuda_flash: zero false alarms expected
 #   plants      every planted bug of cuda_flash on corpus/matrix/pr.json: each must fail (exit 1)
 #   examples    the example CUDA plugins: version 2 (every variant) passes variants.json and its
 #               planted copy fails it; version 1 passes pr.json
@@ -210,6 +210,8 @@ if wanted matrices; then
     step "$matrix.json on cuda_flash (the variants at model shapes)" 0 "${matrix_run[@]}" \
       --configs "corpus/matrix/$matrix.json" --kernel cuda_flash
   done
+  step "launch_limits.json on cuda_flash (past 65535 blocks in grid y or z: chunked launches)" 0 \
+    "${matrix_run[@]}" --configs corpus/matrix/launch_limits.json --kernel cuda_flash
 fi
 if wanted plants; then
   plants=$("$harness" --list-kernels 2>/dev/null | awk '

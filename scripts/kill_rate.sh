@@ -9,12 +9,14 @@
 # Prints a Markdown table (time to first failure in seconds, "-" when not killed) and a summary.
 #
 #   scripts/kill_rate.sh [--kernel cpu_flash | --kernel-py FILE.py:FN [--python PY]
-#                        [--py-framework numpy]]
+#                        [--py-framework numpy] | --kernel-lib PLUGIN.so]
 #                        [--budget 60] [--libfuzzer-budget 120]
 #                        [--plants "a b c"] [--no-seed27] [--no-build]
 # --kernel-py measures a Python function instead (docs/python.md), whose plants are switched by the
 # environment variable ATTNFUZZ_TEST_PLANT (as tests/python/reference_attention.py's are); --plants
 # names them.
+# --kernel-lib measures a plugin whose plants that variable switches too, as the version 1 plugin
+# around cpu_flash does (tests/plugins/planted_flash_v1.cpp); --plants defaults to cpu_flash's.
 # --no-build uses the binaries already in ${ATTNFUZZ_BUILD_DIR:-build} as they are; --no-seed27
 # leaves out column (1), whose full runs (about 2 minutes each plant it misses) dominate the time.
 set -euo pipefail
@@ -22,6 +24,7 @@ cd "$(dirname "$0")/.."
 
 kernel=cpu_flash
 kernel_py=""
+kernel_lib=""
 python=""
 py_framework=numpy
 budget=60
@@ -33,6 +36,7 @@ while (($#)); do
   case "$1" in
     --kernel) kernel=$2; shift 2 ;;
     --kernel-py) kernel_py=$2; shift 2 ;;
+    --kernel-lib) kernel_lib=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
     --py-framework) py_framework=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
@@ -60,13 +64,17 @@ if [[ -n $kernel_py ]]; then
     exit 3
   fi
 fi
+if [[ -n $kernel_lib ]]; then
+  kernel_flags=(--kernel-lib "$kernel_lib")
+  libfuzzer_kernel=("--kernel-lib=$kernel_lib")
+fi
 # with_plant FLAG_FORM PLANT COMMAND...: the command with the plant switched on: by the environment
-# for a Python function, else by flag (FLAG_FORM "separate": --plant NAME; "joined": --plant=NAME,
+# for a Python function or a plugin, else by flag (FLAG_FORM "separate": --plant NAME; "joined": --plant=NAME,
 # as the libFuzzer target takes it).
 with_plant() {
   local form=$1 plant=$2
   shift 2
-  if [[ -n $kernel_py ]]; then
+  if [[ -n $kernel_py || -n $kernel_lib ]]; then
     ATTNFUZZ_TEST_PLANT=$plant "$@"
   elif [[ $form == joined ]]; then
     "$@" "--plant=$plant"

@@ -77,7 +77,8 @@ RC_GTEST_PROP(CaseCodec, AnyByteStringIsACaseThatEncodesAndDecodesExactlyBackToI
   if (*rc::gen::arbitrary<bool>()) {  // half the time, a valid header and a plausible length
     bytes.resize(4 + bytes.size() % 60);
     bytes[0] = 'A', bytes[1] = 'F', bytes[2] = 'Z';
-    bytes[3] = *rc::gen::element(kCaseEncodingVersion, kCaseEncodingVersionWithVariants);
+    bytes[3] = *rc::gen::element(kCaseEncodingVersion, kCaseEncodingVersionWithVariants,
+                                 kCaseEncodingVersionWide);
   }
   bool repaired = true;
   const AttentionCase any = decode_any_bytes(bytes, nullptr, &repaired);
@@ -131,6 +132,51 @@ TEST(CaseCodec, BytesThatAreNotACaseAreReadAsTheCaseTheirFieldsSay) {
   EXPECT_EQ(read, decode_case(header));
 }
 
+TEST(CaseCodec, AShapePastTheGridLimitsIsWrittenInTheWideFormAndReadBackExactly) {
+  AttentionCase pairs;
+  pairs.batch = 2049;
+  pairs.heads = 32;
+  pairs.kv_heads = 8;
+  pairs.seq_len_q = 1;
+  pairs.seq_len_k = 3;
+  pairs.head_dim = 32;
+  AttentionCase rows = pairs;
+  rows.batch = rows.heads = rows.kv_heads = 1;
+  rows.seq_len_q = 65537;
+  rows.seq_lens_q = {65537};
+  rows.seq_lens_k = {2};
+  for (const AttentionCase& wide : {pairs, rows}) {
+    const std::vector<std::uint8_t> bytes = encoded(wide);
+    EXPECT_EQ(bytes[3], kCaseEncodingVersionWide);
+    std::string why;
+    EXPECT_EQ(decode_case(bytes, &why), std::optional<AttentionCase>(without_id(wide))) << why;
+    EXPECT_EQ(first_field_cut_off(bytes), std::nullopt);
+    EXPECT_EQ(first_field_cut_off(std::span(bytes).first(46)), "wide batch");
+    EXPECT_EQ(first_field_cut_off(std::span(bytes).first(49)), "wide seq_len_q");
+  }
+  // Both wide fields at their largest over 64 heads, 1024 keys and D 256: a product past int64,
+  // fitted under the cap field by field.
+  AttentionCase heavy = pairs;
+  heavy.batch = 9;
+  heavy.heads = 64;
+  heavy.head_dim = 256;
+  std::vector<std::uint8_t> bytes = encoded(heavy);
+  bytes[6] = 0xFF, bytes[7] = 0x03;  // seq_len_k 1024
+  for (const std::size_t field : {44, 47})
+    bytes[field] = bytes[field + 1] = 0xFF, bytes[field + 2] = 0x0F;
+  bool fitted = false;
+  const std::optional<AttentionCase> fitted_case = decode_case(bytes, nullptr, &fitted);
+  ASSERT_TRUE(fitted_case.has_value());
+  EXPECT_TRUE(fitted);
+  EXPECT_LE(case_work(*fitted_case), kCaseWorkCap);
+  EXPECT_TRUE(encode_case(*fitted_case).has_value());
+  // A case within the narrow limits keeps its version 1 or 2 bytes.
+  AttentionCase narrow = pairs;
+  narrow.batch = 8;
+  narrow.heads = 64;
+  EXPECT_EQ(encoded(narrow)[3], kCaseEncodingVersion);
+}
+
 TEST(CaseCodec, RejectsAWrongMagicAnOtherVersionAndAShortInput) {
   AttentionCase attention_case;
   std::vector<std::uint8_t> bytes = encoded(attention_case);
@@ -142,9 +188,9 @@ TEST(CaseCodec, RejectsAWrongMagicAnOtherVersionAndAShortInput) {
   EXPECT_THAT(why, HasSubstr("AFZ"));
 
   std::vector<std::uint8_t> other_version = bytes;
-  other_version[3] = kCaseEncodingVersionWithVariants + 1;
+  other_version[3] = kCaseEncodingVersionWide + 1;
   EXPECT_FALSE(decode_case(other_version, &why));
-  EXPECT_THAT(why, HasSubstr("version 3 is not supported"));
+  EXPECT_THAT(why, HasSubstr("version 4 is not supported"));
 
   EXPECT_FALSE(decode_case(std::span(bytes).first(3), &why));
   EXPECT_THAT(why, HasSubstr("too short"));

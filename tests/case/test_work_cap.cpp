@@ -104,6 +104,20 @@ TEST(WorkCap, APoolOfOneRowPagesStillOverTheCapHasItsKeysGiveWay) {
   EXPECT_EQ(fitted.head_dim, 256);
 }
 
+TEST(WorkCap, APoolWidenedByAPackedPlacementStillFits) {
+  // Under qkv_packed each pooled row holds the query heads too: one-row pages of 2817 keys at
+  // eight heads of 256 are a pool over the cap while the work (5.8e6) is well under it.
+  AttentionCase attention_case = paged(1, 8, 2817, 256, 1);
+  attention_case.seq_len_q = 1;
+  attention_case.placement = Placement::qkv_packed;
+  ASSERT_LT(case_work(attention_case), kCaseWorkCap);
+  ASSERT_GT(page_pool_elements(attention_case), kCaseWorkCap);
+  const AttentionCase fitted = fit_to_work_cap(attention_case);
+  EXPECT_LE(page_pool_elements(fitted), kCaseWorkCap);
+  EXPECT_EQ(fitted.placement, Placement::qkv_packed);
+  EXPECT_EQ(fitted.head_dim, 256);
+}
+
 TEST(WorkCap, APagePoolPastInt64Saturates) {
   AttentionCase attention_case;
   attention_case.seq_len_k = 16;

@@ -134,6 +134,13 @@ const ReachAxis kReachAxes[] = {
     {"softcap", [](const AttentionCase& c) { return std::string(c.softcap > 0 ? "on" : "off"); }},
     {"alibi", [](const AttentionCase& c) { return std::string(c.alibi ? "on" : "off"); }},
     {"return_lse", [](const AttentionCase& c) { return std::string(c.return_lse ? "on" : "off"); }},
+    {"past a grid y/z launch limit (65535 blocks)",
+     [](const AttentionCase& c) {
+       return std::string(c.seq_len_q > kMaxGridYZ         ? "query rows"
+                          : c.batch > kMaxGridYZ           ? "batches"
+                          : c.batch * c.heads > kMaxGridYZ ? "(batch, head) pairs"
+                                                           : "none");
+     }},
 };
 
 using Classes = std::map<std::string, std::map<std::string, int>>;  // axis -> class -> count

@@ -296,6 +296,35 @@ RC_GTEST_PROP(CpuFlashPlants, VAddressedWithKsStridesIsAlwaysCaughtWhenVIsTransp
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
+TEST(CpuFlashPlants, WorkDroppedPastTheGridLimitIsCaughtOneBlockPastItAndNotAtIt) {
+  // Cheap shapes at CUDA's limit of 65535 blocks in grid y or z (one query row or one head, a few
+  // keys): one block past it, the dropped pair or row is left poison; at it, nothing is dropped.
+  AttentionCase base;
+  base.heads = 4;
+  base.kv_heads = 2;
+  base.seq_len_k = 3;
+  base.head_dim = 32;
+  base.seed = 5;
+  const struct {
+    LaunchLimit limit;
+    PlantedBug plant;
+  } kinds[] = {{LaunchLimit::pairs, PlantedBug::pairs_past_grid_limit_dropped},
+               {LaunchLimit::batches, PlantedBug::pairs_past_grid_limit_dropped},
+               {LaunchLimit::query_rows, PlantedBug::query_rows_past_grid_limit_dropped}};
+  for (const auto& kind : kinds) {
+    const AttentionCase past = past_launch_limit(base, {kind.limit, 1, 32});
+    EXPECT_EQ(run_case(past, kind.plant).status, CaseStatus::fail) << case_keys_to_json(past);
+    EXPECT_EQ(run_case(past, PlantedBug::none).status, CaseStatus::pass) << case_keys_to_json(past);
+  }
+  AttentionCase at_limit = past_launch_limit(base, {LaunchLimit::batches, 1, 32});
+  at_limit.batch = kMaxGridYZ;
+  EXPECT_EQ(run_case(at_limit, PlantedBug::pairs_past_grid_limit_dropped).status, CaseStatus::pass);
+  at_limit = past_launch_limit(base, {LaunchLimit::query_rows, 1, 32});
+  at_limit.seq_len_q = kMaxGridYZ;
+  EXPECT_EQ(run_case(at_limit, PlantedBug::query_rows_past_grid_limit_dropped).status,
+            CaseStatus::pass);
+}
+
 RC_GTEST_PROP(CpuFlashPlants, NoMaxSubtractionIsAlwaysCaughtOnLargeScores, ()) {
   const AttentionCase attention_case = *small_case(
       {.max_seq_len = 200, .distributions = {DataDistribution::large_scores}, .injections = false});
@@ -687,6 +716,8 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::batch_stride_unpadded,
                                            PlantedBug::o_with_q_strides,
                                            PlantedBug::v_with_k_strides,
+                                           PlantedBug::pairs_past_grid_limit_dropped,
+                                           PlantedBug::query_rows_past_grid_limit_dropped,
                                            PlantedBug::no_max_subtraction,
                                            PlantedBug::read_past_seq_len_k,
                                            PlantedBug::stale_row_sum,
