@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "kernels/cuda_launch_limits.h"
 #include "kernels/device_coverage.h"
 
 namespace attnfuzz {
@@ -26,7 +27,10 @@ enum CounterGroup : int {
   kKeyLength = 83,      // 4: seq_len_k up to 64, 512, 1024, and longer rows
   kScale = 87,          // 3: softmax_scale the default, below it, above it
   kFitted = 90,         // 1: the input's shape was fitted under the work cap
-  kDevice = 91,         // kDeviceCoverageCount: the device-side coverage points of cuda_flash
+  kPlacement = 91,      // one per placement: where the tensors lie (core/attention_problem.h)
+  kGridLimit = kPlacement + static_cast<int>(std::size(kPlacements)),  // 3: past 65535 pairs,
+                                                                       // batches, query rows
+  kDevice = kGridLimit + 3,  // kDeviceCoverageCount: the device-side coverage points of cuda_flash
   kCounterCount = kDevice + kDeviceCoverageCount,
 };
 
@@ -66,6 +70,13 @@ void mark_shape_counters(const AttentionCase& attention_case) {
                      : attention_case.seq_len_k <= 512  ? 1
                      : attention_case.seq_len_k <= 1024 ? 2
                                                         : 3));
+  mark(kPlacement + static_cast<int>(attention_case.placement));
+  if (attention_case.seq_len_q > kMaxGridYZ) mark(kGridLimit + 2);
+  if (attention_case.batch > kMaxGridYZ) {
+    mark(kGridLimit + 1);
+  } else if (attention_case.batch * attention_case.heads > kMaxGridYZ) {
+    mark(kGridLimit);
+  }
   const double default_scale = 1.0 / std::sqrt(static_cast<double>(attention_case.head_dim));
   mark(kScale + (attention_case.softmax_scale == 0.0            ? 0
                  : attention_case.softmax_scale < default_scale ? 1

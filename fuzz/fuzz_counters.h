@@ -13,8 +13,9 @@ namespace attnfuzz {
 
 // Shape classes: tail of seq_len_q and seq_len_k against the 64-row tiles, where the causal
 // diagonal falls (seq_len_q <, = or > seq_len_k), GQA ratio, head dim, dtype, layout, padding,
-// distribution, injected special value, row length (up to 64, 512, 1024 keys, or longer), and
-// the softmax scale (default, below, above).
+// distribution, injected special value, row length (up to 64, 512, 1024 keys, or longer), the
+// softmax scale (default, below, above), the placement of the tensors, and a count past CUDA's
+// grid y/z limit ((batch, head) pairs, batches, query rows).
 void mark_shape_counters(const AttentionCase& attention_case);
 
 // An input whose shape was over the work cap and was fitted under it (case/work_cap.h).
