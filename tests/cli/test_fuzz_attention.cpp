@@ -291,7 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
                          "--configs {matrix} --save-cases {matrix}",
                          {"--save-cases", "exists and is not a folder"}},
         HarnessErrorCase{"save_cases_that_saves_nothing",
-                         R"({"name": "t", "cases": [{"batch": 9, "heads": 2, "seq_len": 70}]})",
+                         R"({"name": "t", "cases": [{"heads": 9, "kv_heads": 9, "seq_len": 70}]})",
                          "--configs {matrix} --save-cases {folder}/saved",
                          {"--save-cases", "none of the 1 selected cases", "nothing was saved"}},
         HarnessErrorCase{"infinite_case_timeout",
