@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 
 namespace attnfuzz {
@@ -28,39 +29,35 @@ std::int64_t largest_fitting_length(std::int64_t length, std::int64_t work_per_u
   return remainder + (fitting - remainder) / kTileRows * kTileRows;
 }
 
+// `product` times every factor, or INT64_MAX once a product leaves int64: a case from a worker
+// request, a generator or version 3 of the binary form (2^20 batches of 2^20 query rows) need not
+// have passed the matrix reader's checked products.
+std::int64_t saturating_product(std::int64_t product, std::initializer_list<std::int64_t> factors) {
+  for (const std::int64_t factor : factors) {
+    if (__builtin_mul_overflow(product, factor, &product)) return INT64_MAX;
+  }
+  return product;
+}
+
 }  // namespace
 
 std::int64_t case_work(const AttentionCase& attention_case) {
-  // Saturating, as page_pool_elements is: version 3 of the binary form reaches 2^20 batches of 2^20
-  // query rows, a product past int64.
-  std::int64_t work = 1;
-  for (const std::int64_t factor :
-       {attention_case.batch, attention_case.heads, attention_case.seq_len_q,
-        attention_case.seq_len_k, attention_case.head_dim}) {
-    if (__builtin_mul_overflow(work, factor, &work)) return INT64_MAX;
-  }
-  return work;
+  return saturating_product(1,
+                            {attention_case.batch, attention_case.heads, attention_case.seq_len_q,
+                             attention_case.seq_len_k, attention_case.head_dim});
 }
 
 std::int64_t page_pool_elements(const AttentionCase& attention_case) {
   if (attention_case.page_size <= 0) return 0;
-  // Saturating: a case from a worker request or a generator need not have passed the matrix
-  // reader's checked products.
-  std::int64_t elements = 1;
-  for (const std::int64_t factor :
-       {pages_for(attention_case.seq_len_k, attention_case.page_size), attention_case.batch}) {
-    if (__builtin_mul_overflow(elements, factor, &elements)) return INT64_MAX;
-  }
+  std::int64_t elements = saturating_product(
+      1, {pages_for(attention_case.seq_len_k, attention_case.page_size), attention_case.batch});
   if (__builtin_add_overflow(elements, 1, &elements)) return INT64_MAX;  // the spare page
   // K's buffer, whose rows a packed placement widens (core/attention_problem.h).
   const std::optional<PlacementBounds> bounds =
       placement_bounds(attention_case.placement, attention_case.heads, attention_case.kv_heads);
   if (!bounds) return INT64_MAX;
-  for (const std::int64_t factor :
-       {attention_case.page_size, bounds->key_heads, attention_case.head_dim}) {
-    if (__builtin_mul_overflow(elements, factor, &elements)) return INT64_MAX;
-  }
-  return elements;
+  return saturating_product(elements,
+                            {attention_case.page_size, bounds->key_heads, attention_case.head_dim});
 }
 
 namespace {
