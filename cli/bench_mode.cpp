@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/planted_bug.h"
 #include "perf/machine_state.h"
 #include "report/report_writers.h"
 #include "run/bench_rounds.h"
@@ -59,6 +60,12 @@ BenchStart start_bench(const HarnessOptions& options, const RunPlan& plan, const
         "the default corpus/matrix/bench.json is sized for a GPU (up to 550 GFLOP a case); on the "
         "CPU, --configs corpus/matrix/bench_small.json times in seconds");
   }
+  bench.fail_on_suspect = options.fail_on_suspect;
+  if (const std::optional<ReferenceKernel>& reference = runner.settings().reference) {
+    const CaseRunner reference_runner = runner.reference_runner();
+    bench.reference = reference_runner.kernel_for(cases.empty() ? AttentionCase{} : cases.front()) +
+                      " (plant " + std::string(planted_bug_name(reference->plant)) + ")";
+  }
   if (!options.resume.empty()) {
     throw HarnessError(
         "--resume does not go with --bench: an interrupted run's timings were taken "
@@ -89,7 +96,17 @@ void print_bench_header(std::ostream& out, const BenchReport& bench) {
       << bench.identity.device << ", driver " << bench.identity.driver << "\n";
   if (!bench.baseline_path.empty()) {
     out << "bench: against the baseline " << bench.baseline_path << ", a case slower by more than "
-        << significant_digits(bench.max_slowdown * 100, 3) << "% at 95% confidence fails\n";
+        << significant_digits(bench.max_slowdown * 100, 3) << "% at 95% confidence fails"
+        << (bench.fail_on_suspect ? ", even when timed on a busy machine"
+                                  : " (timed on a busy machine: reported as suspect)")
+        << "\n";
+  }
+  if (!bench.reference.empty()) {
+    out << "bench: side by side with " << bench.reference
+        << " (both must pass a case first; each round 8 pairs of blocks, the two kernels sharing "
+           "the round's time), "
+        << "a case slower than it by more than " << significant_digits(bench.max_slowdown * 100, 3)
+        << "% at 95% confidence fails\n";
   }
   for (const std::string& warning : bench.warnings) out << "bench: warning: " << warning << "\n";
 }

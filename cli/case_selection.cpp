@@ -98,6 +98,11 @@ std::string replay_command(const HarnessOptions& options, const RunSettings& set
   command.known_failures = options.known_failures;
   command.bench = options.bench;
   command.baseline = options.baseline;
+  for (const auto& [flag, value] : {std::pair{"--against-lib", &options.against_lib},
+                                    std::pair{"--against-kernel", &options.against_kernel},
+                                    std::pair{"--against-plant", &options.against_plant}}) {
+    if (!value->empty()) command.against_flags.emplace_back(flag, *value);
+  }
   return replay_command_line(command);
 }
 

@@ -20,7 +20,7 @@ namespace {
 
 // Marks a plant of speed in --list-kernels (scripts that count killed plants leave these out).
 constexpr std::string_view kTimingPlantTag =
-    " [a slowdown, not a wrong value: found by --bench with --baseline]";
+    " [a slowdown, not a wrong value: found by --bench with --against-plant none or --baseline]";
 
 // How long a plugin may take to load (its constructors and attnfuzz_plugin_* queries) in the probe.
 constexpr double kPluginProbeSeconds = 120.0;
@@ -28,10 +28,11 @@ constexpr double kPluginProbeSeconds = 120.0;
 // A plugin is loaded first in a child process (fuzz_attention --probe-plugin), so that one whose
 // constructor, abi_version, name or site crashes, hangs or exits costs that child, and the run
 // ends with exit 3 naming the file instead of dying with SIGSEGV and no word.
-void probe_plugin(const KernelSource& source, const char* argv0) {
-  const ChildRun probe =
-      run_child({self_executable(argv0), "--probe-plugin", "--kernel-lib", source.plugin},
-                kPluginProbeSeconds);
+// The child is handed the plugin as `loaded_as` hands it to this process: --kernel-lib (a
+// --kernel-py bridge too) or --against-lib (which loads it as a reference would be).
+void probe_plugin(const KernelSource& source, const char* loaded_as, const char* argv0) {
+  const ChildRun probe = run_child(
+      {self_executable(argv0), "--probe-plugin", loaded_as, source.plugin}, kPluginProbeSeconds);
   if (!probe.timed_out && WIFEXITED(probe.wait_status) &&
       WEXITSTATUS(probe.wait_status) == kExitPass) {
     return;
@@ -54,13 +55,22 @@ void probe_plugin(const KernelSource& source, const char* argv0) {
 
 }  // namespace
 
-std::string set_up_kernels(const HarnessOptions& options, const char* argv0) {
+PluginKernels set_up_kernels(const HarnessOptions& options, const char* argv0) {
   apply_thread_count(options.threads);
+  // Flags that cannot go together, refused before anything is loaded (the probe is handed only its
+  // plugin's flag).
+  if (!options.probe_plugin) bench_settings_of(options);
   const KernelSource source = kernel_source_of(options);
-  if (!source.plugin.empty() && !options.worker && !options.probe_plugin) {
-    probe_plugin(source, argv0);
+  const bool probe = !options.worker && !options.probe_plugin;
+  if (!source.plugin.empty() && probe) probe_plugin(source, "--kernel-lib", argv0);
+  if (!options.against_lib.empty() && probe) {
+    probe_plugin({options.against_lib, "--against-lib", "--against-lib " + options.against_lib},
+                 "--against-lib", argv0);
   }
-  return load_kernel_source(source);
+  PluginKernels kernels;
+  kernels.kernel = load_kernel_source(source);
+  kernels.reference = load_reference_plugin(options);
+  return kernels;
 }
 
 void list_kernels(std::ostream& out) {

@@ -11,10 +11,17 @@
 
 namespace attnfuzz {
 
-// --threads and --kernel-lib: the set-up of this process that every mode shares (a plugin's kernel
-// is listed by --list-kernels too). Returns the name of the plugin's kernel, or "". Throws
-// HarnessError naming the plugin when it cannot be loaded.
-std::string set_up_kernels(const HarnessOptions& options, const char* argv0);
+// The plugins' kernels as registered: --kernel-lib's (or --kernel-py's bridge) and --against-lib's;
+// "" for one not given.
+struct PluginKernels {
+  std::string kernel;
+  std::string reference;
+};
+
+// --threads, --kernel-lib and --against-lib: the set-up of this process that every mode shares (a
+// plugin's kernel is listed by --list-kernels too). Throws HarnessError naming the plugin when one
+// cannot be loaded.
+PluginKernels set_up_kernels(const HarnessOptions& options, const char* argv0);
 
 // --list-kernels: each kernel, where it runs, what it supports and its planted bugs.
 void list_kernels(std::ostream& out);

@@ -117,7 +117,7 @@ int run_matrix(const HarnessOptions& options, const RunSettings& settings, int a
   if (options.bench) {
     BenchStart bench = start_bench(options, plan, runner, cases, report.environment);
     report.bench = std::move(bench.report);
-    gate.emplace(std::move(bench.baseline), options.max_slowdown);
+    gate.emplace(std::move(bench.baseline), options.max_slowdown, options.fail_on_suspect);
   }
   run_and_report(options, runner, cases, case_run, gate ? &*gate : nullptr, report);
   const ReplayOf replay_of = [&](const CaseResult& result) {
@@ -135,16 +135,16 @@ int run(int argc, char** argv) {
     std::cout << version_text();
     return kExitPass;
   }
-  const std::string plugin_kernel = set_up_kernels(options, argv[0]);
+  const PluginKernels plugins = set_up_kernels(options, argv[0]);
   if (options.probe_plugin) {
-    std::cout << plugin_kernel << "\n";
+    std::cout << (plugins.kernel.empty() ? plugins.reference : plugins.kernel) << "\n";
     return kExitPass;
   }
   if (options.list_kernels) {
     list_kernels(std::cout);
     return kExitPass;
   }
-  const RunSettings settings = run_settings_of(options, plugin_kernel);
+  const RunSettings settings = run_settings_of(options, plugins.kernel, plugins.reference);
   // A worker runs the cases its supervisor sends, each whole (it reads no matrix of its own): a
   // matrix run's cases and timing rounds, or the property search's checks.
   if (options.worker) {

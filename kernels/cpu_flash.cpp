@@ -469,7 +469,10 @@ ATTNFUZZ_KERNEL_STAGE void run_key_tiles(const FlashCall& call, const QueryTile&
   if (makes_extra_score_pass(call.plant)) {
     // Scores computed and thrown away; the volatile store keeps the compiler from dropping them.
     float discarded = 0.0f;
+    const std::int64_t pair = tile.batch * call.problem.heads + tile.head;
+    const std::int64_t query_tile = tile.first_row / call.tiles.block_m;
     for (std::int64_t index = tile.first_key_tile; index < tile.key_tiles; ++index) {
+      if (!extra_score_pass_covers(call.plant, pair, query_tile, index)) continue;
       load_key_value_tile(call, tile, key_tile_at(index), work);
       for (int row = 0; row < tile.rows; ++row) {
         compute_raw_scores(call, row, work);

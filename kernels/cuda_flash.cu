@@ -399,7 +399,8 @@ __device__ __forceinline__ void load_key_value_tile(
       cols, params.vector_loads);
 }
 
-// slow_extra_pass: every K tile loaded and multiplied once more, the scores thrown away; the empty
+// slow_extra_pass: every K tile (its lighter kin: the tiles extra_score_pass_covers) loaded and
+// multiplied once more, the scores thrown away; the empty
 // asm statement that takes their sum keeps the compiler from dropping the pass.
 template <int kHeadDim, int kBlockN, typename Traits>
 __device__ __forceinline__ void make_extra_score_pass(
@@ -408,7 +409,10 @@ __device__ __forceinline__ void make_extra_score_pass(
   constexpr int kStride = kHeadDim + kPadding;
   const LanePlace lane;
   float discarded = 0.0f;
+  const std::int64_t pair = tile.batch * params.problem.heads + tile.head;
   for (std::int64_t key_tile = tile.first_key_tile; key_tile < tile.key_tiles; ++key_tile) {
+    // The same for every thread of the block: the barriers below are reached by all or none.
+    if (!extra_score_pass_covers(params.plant, pair, tile.first_row / kBlockM, key_tile)) continue;
     const std::int64_t first_key = key_tile * kBlockN;
     __syncthreads();
     load_key_value_tile<kHeadDim, kBlockN>(params, tile, k_tile, params.tensors.k,

@@ -24,9 +24,44 @@ namespace attnfuzz {
 
 // ---- how much work is done ----
 
-// slow_extra_pass: a first pass over every key tile computing scores that are thrown away.
+// slow_extra_pass: a first pass over the key tiles computing scores that are thrown away, over
+// every one; its lighter kin make it over one (query tile, key tile) visit in `period` only, the
+// visits picked by a hash of (batch x head, query tile, key tile) so that about that share of
+// every case's visits, small or large, has the pass. 0: no extra pass.
+ATTNFUZZ_HOST_DEVICE inline int extra_score_pass_period(PlantedBug plant) {
+  switch (plant) {
+    case PlantedBug::slow_extra_pass:
+      return 1;
+    case PlantedBug::slow_extra_pass_1_in_2:
+      return 2;
+    case PlantedBug::slow_extra_pass_1_in_4:
+      return 4;
+    case PlantedBug::slow_extra_pass_1_in_8:
+      return 8;
+    case PlantedBug::slow_extra_pass_1_in_12:
+      return 12;
+    default:
+      return 0;
+  }
+}
+
 ATTNFUZZ_HOST_DEVICE inline bool makes_extra_score_pass(PlantedBug plant) {
-  return plant == PlantedBug::slow_extra_pass;
+  return extra_score_pass_period(plant) > 0;
+}
+
+// Whether the extra pass covers key tile `key_tile` of query tile `query_tile` of (batch, head)
+// pair `pair` (batch * heads + head).
+ATTNFUZZ_HOST_DEVICE inline bool extra_score_pass_covers(PlantedBug plant, std::int64_t pair,
+                                                         std::int64_t query_tile,
+                                                         std::int64_t key_tile) {
+  const int period = extra_score_pass_period(plant);
+  if (period <= 1) return period == 1;
+  // Multiplicative hashing (odd 64-bit constants), its high half taken: well spread for any
+  // small index.
+  const std::uint64_t mixed = static_cast<std::uint64_t>(pair) * 0x9E3779B97F4A7C15ull +
+                              static_cast<std::uint64_t>(query_tile) * 0xC2B2AE3D27D4EB4Full +
+                              static_cast<std::uint64_t>(key_tile) * 0x165667B19E3779F9ull;
+  return (mixed >> 32) % static_cast<std::uint64_t>(period) == 0;
 }
 
 // ---- where a tile lies in the tensors ----

@@ -145,12 +145,22 @@ namespace attnfuzz {
     "the store guard written 'row <= seq_len_q': one row past the output (or into the next head)")
 
 // Bugs of speed, not of values: the output is the same, bit for bit, and only the performance gate
-// (fuzz_attention --bench with --baseline) can see them. They test the gate itself.
+// (fuzz_attention --bench, side by side with --against-plant none or against a --baseline) can see
+// them. They test the gate itself.
 #define ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)                                                       \
   X(slow_extra_pass,                                                                               \
     "makes a first pass over every key tile whose scores it throws away: the same output, slower", \
     "the max-finding pre-pass of a three-pass softmax left in after the online softmax made it "   \
-    "unneeded")
+    "unneeded")                                                                                    \
+  X(slow_extra_pass_1_in_2, "makes that pass over one (query tile, key tile) visit in 2",          \
+    "slow_extra_pass scaled down, to size the smallest slowdown the gate sees "                    \
+    "(scripts/bench_gate.sh --mode sensitivity)")                                                  \
+  X(slow_extra_pass_1_in_4, "makes that pass over one (query tile, key tile) visit in 4",          \
+    "slow_extra_pass scaled down, as above")                                                       \
+  X(slow_extra_pass_1_in_8, "makes that pass over one (query tile, key tile) visit in 8",          \
+    "slow_extra_pass scaled down, as above")                                                       \
+  X(slow_extra_pass_1_in_12, "makes that pass over one (query tile, key tile) visit in 12",        \
+    "slow_extra_pass scaled down, as above")
 
 #define ATTNFUZZ_PLANTED_BUGS(X)         \
   ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \

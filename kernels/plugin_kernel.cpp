@@ -199,7 +199,8 @@ Function find_symbol(void* handle, const char* symbol, const std::filesystem::pa
 
 }  // namespace
 
-const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path) {
+const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
+                                          std::string_view suffix_when_taken) {
   if (!std::filesystem::exists(path)) {
     throw std::runtime_error("plugin " + path.string() + ": no such file");
   }
@@ -249,14 +250,20 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path) {
     fail("attnfuzz_plugin_name() returned '" + name +
          "': a name is 1 to 64 letters, digits, '_' or '-'");
   }
-  if (find_kernel(name) != nullptr) fail("a kernel named '" + name + "' is already registered");
+  std::string registered = name;
+  if (find_kernel(registered) != nullptr && !suffix_when_taken.empty()) {
+    registered += suffix_when_taken;
+  }
+  if (find_kernel(registered) != nullptr) {
+    fail("a kernel named '" + registered + "' is already registered");
+  }
   const int site = symbols.site();
   if (site != ATTNFUZZ_SITE_HOST && site != ATTNFUZZ_SITE_CUDA_DEVICE) {
     fail("attnfuzz_plugin_site() returned " + std::to_string(site) +
          " (ATTNFUZZ_SITE_HOST is 0, ATTNFUZZ_SITE_CUDA_DEVICE is 1)");
   }
   auto kernel = std::make_unique<PluginKernel>(
-      path, handle, symbols, name,
+      path, handle, symbols, registered,
       site == ATTNFUZZ_SITE_HOST ? ExecutionSite::host : ExecutionSite::cuda_device);
   return add_kernel(std::move(kernel));
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string_view>
 
 #include "attnfuzz/attnfuzz_plugin.h"
 #include "kernels/attention_kernel.h"
@@ -13,10 +14,13 @@
 namespace attnfuzz {
 
 // Loads the plugin at `path`, checks its ABI version and symbols, and adds it to the registry
-// (kernel_registry.h) under the name it reports. Returns that kernel. Throws std::runtime_error
-// naming the file and the problem: not loadable, a missing symbol, another ABI version, an
-// invalid name, or a name the registry already has.
-const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path);
+// (kernel_registry.h) under the name it reports, with `suffix_when_taken` appended when the
+// registry has that name already (another build of the same plugin, loaded as the reference of a
+// side-by-side benchmark). Returns that kernel. Throws std::runtime_error naming the file and the
+// problem: not loadable, a missing symbol, another ABI version, an invalid name, or a name the
+// registry already has.
+const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
+                                          std::string_view suffix_when_taken = {});
 
 // The ABI's problem from ours: the same fields and strides, spelled for C (version 1: the dense
 // fields; version 2: the variants too).

@@ -47,9 +47,21 @@ namespace attnfuzz {
   X(OPTION, std::string, baseline, "--baseline", "",                                               \
     "With --bench: an earlier --bench --json report; a case slower than --max-slowdown fails")     \
   X(OPTION, double, max_slowdown, "--max-slowdown", 0.03,                                          \
-    "With --baseline: the slowdown allowed (0.03: 3%), exceeded at 95% confidence to fail")        \
+    "With --baseline or --against-*: the slowdown allowed (0.03: 3%), exceeded at 95% confidence " \
+    "to fail")                                                                                     \
   X(FLAG, bool, compare_anyway, "--compare-anyway", false,                                         \
     "With --baseline: compare with a baseline of another device, driver or matrix (else exit 3)")  \
+  X(FLAG, bool, fail_on_suspect, "--fail-on-suspect", false,                                       \
+    "With --baseline: fail a regression timed on a loaded CPU or a throttled GPU too (else it is " \
+    "reported as suspect)")                                                                        \
+  X(OPTION, std::string, against_lib, "--against-lib", "",                                         \
+    "With --bench: time each case beside this plugin's kernel (the old build), side by side, and " \
+    "fail a case slower than it by more than --max-slowdown")                                      \
+  X(OPTION, std::string, against_kernel, "--against-kernel", "",                                   \
+    "With --bench: time each case beside this built-in kernel, side by side (as --against-lib)")   \
+  X(OPTION, std::string, against_plant, "--against-plant", "",                                     \
+    "With --bench: time each case beside the reference kernel with this plant (none: the correct " \
+    "one); alone, beside the run's own kernel")                                                    \
   X(SHARED_OPTION, std::string, backend, "--backend", "auto",                                      \
     "auto: CUDA kernels when a usable GPU exists, else the CPU twins; cpu; cuda")                  \
   X(SHARED_OPTION, std::string, oracle, "--oracle", "auto",                                        \

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "options/run_settings_options.h"
 
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 
@@ -81,6 +82,9 @@ PlantedBug parse_plant(std::string_view name) {
 void apply_thread_count(int threads) {
   if (threads < 0) throw HarnessError("--threads: must be >= 0");
   set_default_thread_count(threads);
+  // A plugin that carries its own copy of the harness's threads (the built-in kernel plugin, the
+  // reference of a side-by-side run) reads them from the environment: the same count for both.
+  if (threads > 0) setenv("ATTNFUZZ_THREADS", std::to_string(threads).c_str(), 1);
 }
 
 KernelSource kernel_source_of(const HarnessOptions& options) {
@@ -99,10 +103,38 @@ std::string load_kernel_source(const KernelSource& source) {
   }
 }
 
+std::string load_reference_plugin(const HarnessOptions& options) {
+  if (options.against_lib.empty()) return "";
+  try {
+    return std::string(load_plugin_kernel(options.against_lib, "@reference").name());
+  } catch (const std::runtime_error& error) {
+    throw HarnessError(std::string("--against-lib: ") + error.what());
+  }
+}
+
 BenchSettings bench_settings_of(const HarnessOptions& options) {
+  const bool side_by_side = !options.against_lib.empty() || !options.against_kernel.empty() ||
+                            !options.against_plant.empty();
   const bool bench_flag_without_bench =
-      !options.bench && (!options.baseline.empty() || options.compare_anyway);
-  if (bench_flag_without_bench) throw HarnessError("--baseline and --compare-anyway need --bench");
+      !options.bench && (!options.baseline.empty() || options.compare_anyway || side_by_side);
+  if (bench_flag_without_bench) {
+    throw HarnessError(
+        "--baseline, --compare-anyway, --against-lib, --against-kernel and --against-plant need "
+        "--bench");
+  }
+  if (!options.against_lib.empty() && !options.against_kernel.empty()) {
+    throw HarnessError("--against-lib and --against-kernel each name the reference kernel: one");
+  }
+  if (side_by_side && !options.baseline.empty()) {
+    throw HarnessError(
+        "--against-* times a reference kernel side by side, --baseline compares with a stored "
+        "report: one or the other");
+  }
+  if (options.fail_on_suspect && options.baseline.empty()) {
+    throw HarnessError(
+        "--fail-on-suspect goes with --baseline (side by side, a regression fails however loaded "
+        "the machine)");
+  }
   if (options.bench && options.properties) {
     throw HarnessError("--bench times the cases of a matrix; it does not go with --properties");
   }
@@ -131,7 +163,8 @@ BenchSettings bench_settings_of(const HarnessOptions& options) {
   return bench;
 }
 
-RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel) {
+RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel,
+                            const std::string& reference_plugin_kernel) {
   RunSettings settings;
   settings.backend = parse_backend(options.backend);
   settings.oracle = parse_oracle(options.oracle);
@@ -155,6 +188,20 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   settings.shape_independent_arithmetic = options.shape_independent_arithmetic;
   settings.numerics = parse_declared_accumulation(options.accumulation);
   settings.bench = bench_settings_of(options);
+  if (!options.against_lib.empty() || !options.against_kernel.empty() ||
+      !options.against_plant.empty()) {
+    ReferenceKernel& reference = settings.reference.emplace();
+    reference.kernel =
+        !options.against_kernel.empty() ? options.against_kernel : reference_plugin_kernel;
+    if (!options.against_plant.empty()) {
+      const std::optional<PlantedBug> plant = parse_planted_bug(options.against_plant);
+      if (!plant) {
+        throw HarnessError("--against-plant: unknown planted bug '" + options.against_plant +
+                           "' (fuzz_attention --list-kernels lists each kernel's plants)");
+      }
+      reference.plant = *plant;
+    }
+  }
   return settings;
 }
 

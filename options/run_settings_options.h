@@ -48,6 +48,11 @@ KernelSource kernel_source_of(const HarnessOptions& options);
 // plugin is an error) and returns the name of the kernel it reports; "" for no plugin.
 std::string load_kernel_source(const KernelSource& source);
 
+// --against-lib's plugin, loaded into the kernel registry as the reference of a side-by-side
+// benchmark (under its name, or with "@reference" appended when --kernel-lib's has that name);
+// returns the name it is registered under, or "" without --against-lib. Throws HarnessError.
+std::string load_reference_plugin(const HarnessOptions& options);
+
 // --bench, --bench-rounds, --bench-seconds, --bench-ci (and that --baseline and --compare-anyway
 // come with --bench, and --max-slowdown is sane). Throws HarnessError.
 BenchSettings bench_settings_of(const HarnessOptions& options);
@@ -57,6 +62,8 @@ BenchSettings bench_settings_of(const HarnessOptions& options);
 // (--kernel when given, else the plugin's kernel, else none: each case's own, or the backend's
 // default) and
 // --bench's.
-RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel);
+// `reference_plugin_kernel`: what load_reference_plugin returned.
+RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel,
+                            const std::string& reference_plugin_kernel = "");
 
 }  // namespace attnfuzz

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "perf/baseline.h"
 
-
 #include "core/file_io.h"
 #include "core/harness_error.h"
 #include "core/json_parse.h"
@@ -23,6 +22,12 @@ std::string text_field(const std::filesystem::path& path, const nlohmann::json& 
     refuse(path, "no text field " + where + "/" + name);
   }
   return object[name].get<std::string>();
+}
+
+PerformanceVerdict verdict_of(const RatioInterval& ratio, double max_slowdown) {
+  return is_regression(ratio, max_slowdown)    ? PerformanceVerdict::regression
+         : is_improvement(ratio, max_slowdown) ? PerformanceVerdict::improvement
+                                               : PerformanceVerdict::unchanged;
 }
 
 }  // namespace
@@ -65,7 +70,9 @@ Baseline load_baseline(const std::filesystem::path& path) {
     }
     entry.config = result["config"];
     try {
-      entry.rounds_ms = performance_from_json(result["performance"], false).rounds_ms;
+      KernelPerformance performance = performance_from_json(result["performance"], false);
+      entry.rounds_ms = std::move(performance.rounds_ms);
+      entry.suspect = std::move(performance.suspect);
     } catch (const std::exception& error) {
       refuse(path, where + "/performance: " + error.what());
     }
@@ -96,15 +103,21 @@ std::vector<std::string> identity_mismatches(const BenchIdentity& baseline,
   return mismatches;
 }
 
+BaselineComparison compare_side_by_side(const TimingRounds& reference,
+                                        const TimingRounds& candidate, double max_slowdown) {
+  BaselineComparison comparison;
+  comparison.baseline_median_ms = pooled_median(reference);
+  comparison.ratio = paired_median_ratio_interval(reference, candidate, kRatioSeed);
+  comparison.verdict = verdict_of(comparison.ratio, max_slowdown);
+  return comparison;
+}
+
 BaselineComparison compare_with_baseline(const TimingRounds& baseline, const TimingRounds& current,
                                          double max_slowdown) {
   BaselineComparison comparison;
   comparison.baseline_median_ms = pooled_median(baseline);
   comparison.ratio = median_ratio_interval(baseline, current, kRatioSeed);
-  comparison.verdict =
-      is_regression(comparison.ratio, max_slowdown)    ? PerformanceVerdict::regression
-      : is_improvement(comparison.ratio, max_slowdown) ? PerformanceVerdict::improvement
-                                                       : PerformanceVerdict::unchanged;
+  comparison.verdict = verdict_of(comparison.ratio, max_slowdown);
   return comparison;
 }
 

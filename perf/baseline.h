@@ -28,6 +28,7 @@ struct BaselineCase {
   nlohmann::json config;  // the case as it ran (a report's "config")
   std::string kernel_name;
   TimingRounds rounds_ms;
+  std::string suspect = {};  // why its timing was suspect then (a throttled GPU, a busy CPU), or ""
 };
 
 struct Baseline {
@@ -49,5 +50,10 @@ std::vector<std::string> identity_mismatches(const BenchIdentity& baseline,
 // when it lies wholly below 1 / (1 + max_slowdown), unchanged otherwise (perf/timing_statistics.h).
 BaselineComparison compare_with_baseline(const TimingRounds& baseline, const TimingRounds& current,
                                          double max_slowdown);
+
+// The verdict on a candidate's timings against a reference kernel's taken side by side, block
+// for block (perf/timing_statistics.h, paired_median_ratio_interval), by the same rule.
+BaselineComparison compare_side_by_side(const TimingRounds& reference,
+                                        const TimingRounds& candidate, double max_slowdown);
 
 }  // namespace attnfuzz

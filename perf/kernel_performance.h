@@ -34,14 +34,31 @@ struct BenchSettings {
   int min_warmup_runs = 2;
 };
 
-// The gate's verdict on one case against the baseline's same case.
-enum class PerformanceVerdict { unchanged, regression, improvement, not_in_baseline };
+// The gate's verdict on one case against the baseline's same case, or against the reference
+// kernel timed beside it. `suspect`: a regression against a stored baseline where either timing
+// was taken on a loaded CPU or a throttled GPU (perf/machine_state.h), reported and not failed
+// unless --fail-on-suspect. not_in_baseline: nothing to compare with (the baseline did not time
+// the case, or the reference kernel cannot run it).
+enum class PerformanceVerdict { unchanged, regression, improvement, not_in_baseline, suspect };
 std::string_view performance_verdict_name(PerformanceVerdict verdict);
 
 struct BaselineComparison {
   PerformanceVerdict verdict = PerformanceVerdict::not_in_baseline;
-  double baseline_median_ms = 0;
-  RatioInterval ratio;  // current / baseline medians, with its bootstrap 95% interval
+  double baseline_median_ms = 0;  // the baseline's, or the reference kernel's
+  RatioInterval ratio;            // current / baseline medians, with its bootstrap 95% interval
+  std::string suspect = {};       // why a regression is suspect, or empty
+};
+
+// fuzz_attention --bench --against-*: the reference kernel, timed side by side with the case's
+// own in the same calls' worth of time, block i of its rounds_ms back to back with block i of
+// the candidate's (run/kernel_timer.h), and the candidate's verdict against it.
+struct ReferenceTiming {
+  std::string kernel;  // as registered (a plugin of --against-lib's name may carry "@reference")
+  std::string plant;
+  std::string unavailable;  // why the reference did not run the case (nothing timed), or empty
+  TimingRounds rounds_ms;
+  TimingSummary summary;
+  std::optional<BaselineComparison> comparison;  // set by the gate (run/bench_gate.h)
 };
 
 struct KernelPerformance {
@@ -57,15 +74,24 @@ struct KernelPerformance {
   std::optional<RooflineVerdict> roofline;
   nlohmann::json machine_before, machine_after;  // the GPU's NVML readings; null on the CPU
   std::string suspect;                           // why the timing is not to be trusted, or empty
+  // Host kernels: the most, over the rounds, of the cores other work kept busy while it was timed
+  // (perf/machine_state.h); above kSuspectOtherWorkCores the timing is suspect.
+  double other_work_cores = 0;
   std::optional<BaselineComparison> baseline;
+  std::optional<ReferenceTiming> reference;
 };
+
+// The comparison the gate judged a case by: against the reference kernel when it was timed side
+// by side, else against the baseline; null when neither.
+const BaselineComparison* gate_comparison(const KernelPerformance& performance);
 
 // Fills in `summary`, the throughput, bandwidth and roofline fraction from `rounds_ms`, `flops`
 // and `bytes` (a roofline, when there is one, keeps its GPU's peaks).
 void summarize_performance(KernelPerformance& performance);
 
 // Adds the rounds of `later` (a later round's timing of the same case) to `performance`, with its
-// warm-up runs, stopping reason and GPU readings after, and summarizes again.
+// warm-up runs, stopping reason and GPU readings after, and the reference's blocks beside them,
+// and summarizes again.
 void add_rounds(KernelPerformance& performance, const KernelPerformance& later);
 
 // As JSON: the seed's names (mean_time_ms, std_time_ms, throughput_gflops, bandwidth_gb_s) beside

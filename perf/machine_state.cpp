@@ -2,9 +2,11 @@
 #include "perf/machine_state.h"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -21,6 +23,40 @@ CpuState read_cpu_state() {
   std::ifstream load("/proc/loadavg");
   load >> state.load_average_1m >> state.load_average_5m >> state.load_average_15m;
   return state;
+}
+
+CpuTimes read_cpu_times() {
+  CpuTimes times;
+  times.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    times.own_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+  }
+  // "cpu  user nice system idle iowait irq softirq steal ...", in clock ticks.
+  std::ifstream stat("/proc/stat");
+  std::string label;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  const long ticks_per_second = sysconf(_SC_CLK_TCK);
+  if (stat >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal &&
+      label == "cpu" && ticks_per_second > 0) {
+    times.machine_busy_seconds =
+        (user + nice + system + irq + softirq + steal) / static_cast<double>(ticks_per_second);
+    times.tick_seconds = 1.0 / static_cast<double>(ticks_per_second);
+    times.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    times.available = true;
+  }
+  return times;
+}
+
+double other_work_cores(const CpuTimes& before, const CpuTimes& after) {
+  const double wall = after.wall_seconds - before.wall_seconds;
+  if (!before.available || !after.available || !(wall > 0)) return 0;
+  const double others = (after.machine_busy_seconds - before.machine_busy_seconds) -
+                        (after.own_seconds - before.own_seconds) -
+                        std::max(before.cores, after.cores) * after.tick_seconds;
+  return std::max(0.0, others / wall);
 }
 
 namespace {

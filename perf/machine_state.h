@@ -34,6 +34,28 @@ struct GpuState {
 
 CpuState read_cpu_state();
 
+// The CPU time the whole machine and this process have spent, read together with the time: what
+// tells how much of the cores other work took while a round was timed.
+struct CpuTimes {
+  bool available = false;           // /proc/stat could be read
+  double machine_busy_seconds = 0;  // every core's non-idle time, stolen time included
+  double own_seconds = 0;           // this process's, all threads, user and system
+  double wall_seconds = 0;          // a steady clock's reading
+  double tick_seconds = 0;          // /proc/stat's unit: each core's count may lag by up to one
+  int cores = 0;
+};
+CpuTimes read_cpu_times();
+
+// The cores that other work kept busy on average from `before` to `after`: the machine's busy
+// time less this process's, over the time between (a virtual machine's stolen time counts: another
+// tenant's work), less what /proc/stat's ticks can be off by (a tick per core: on many cores and a
+// short round, more than the work itself). 0 when either reading is unavailable.
+double other_work_cores(const CpuTimes& before, const CpuTimes& after);
+
+// Other work above this many cores makes a host timing suspect: a single competing thread on a
+// two-core machine takes two thirds of a core while the kernel's threads want both.
+inline constexpr double kSuspectOtherWorkCores = 0.5;
+
 // The GPU with this PCI bus id (as cudaDeviceGetPCIBusId writes it), or the first GPU when empty.
 // NVML is loaded at run time (libnvidia-ml.so.1): a machine without the driver reads as
 // unavailable, with the reason.

@@ -128,6 +128,38 @@ RatioInterval median_ratio_interval(std::span<const double> baseline,
                                TimingRounds{{current.begin(), current.end()}}, seed);
 }
 
+RatioInterval paired_median_ratio_interval(const TimingRounds& reference,
+                                           const TimingRounds& candidate, std::uint64_t seed) {
+  const std::size_t blocks = std::min(reference.size(), candidate.size());
+  std::vector<double> ratios(blocks), scratch;
+  for (std::size_t block = 0; block < blocks; ++block) {
+    std::vector<double> reference_block = reference[block], candidate_block = candidate[block];
+    ratios[block] = median_of(candidate_block) / median_of(reference_block);
+  }
+  RatioInterval interval;
+  interval.ratio = median_of(ratios);
+  std::uint64_t state = seed;
+  std::vector<double> estimates(kBootstrapResamples), resampled_ratios(blocks);
+  // One block's median of a resample of its repetitions.
+  const auto resampled_block_median = [&](const std::vector<double>& block) {
+    scratch.clear();
+    for (std::size_t repetition = 0; repetition < block.size(); ++repetition) {
+      scratch.push_back(block[draw_index(state, block.size())]);
+    }
+    return median_of(scratch);
+  };
+  for (double& estimate : estimates) {
+    for (double& ratio : resampled_ratios) {
+      const std::size_t block = draw_index(state, blocks);
+      const double reference_median = resampled_block_median(reference[block]);
+      ratio = resampled_block_median(candidate[block]) / reference_median;
+    }
+    estimate = median_of(resampled_ratios);
+  }
+  std::tie(interval.low, interval.high) = central_95(estimates);
+  return interval;
+}
+
 bool is_regression(const RatioInterval& interval, double max_slowdown) {
   return interval.low > 1.0 + max_slowdown;
 }

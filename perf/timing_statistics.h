@@ -66,6 +66,15 @@ RatioInterval median_ratio_interval(const TimingRounds& baseline, const TimingRo
 RatioInterval median_ratio_interval(std::span<const double> baseline,
                                     std::span<const double> current, std::uint64_t seed);
 
+// The ratio of a candidate's timings to a reference's taken side by side (fuzz_attention --bench
+// --against-*): block i of `candidate` and of `reference` ran back to back, so that both saw the
+// same state of the machine. The ratio is the median over the blocks of each block's ratio of
+// medians (a drift between blocks cancels within each); its interval the bootstrap's: blocks drawn
+// with replacement, the same block of both sides together, then repetitions within each side's
+// block. `reference` and `candidate` have as many blocks, none empty.
+RatioInterval paired_median_ratio_interval(const TimingRounds& reference,
+                                           const TimingRounds& candidate, std::uint64_t seed);
+
 // A regression: the current run is slower than the baseline by more than `max_slowdown` (0.03 for
 // 3%) at 95% confidence, i.e. the interval's low end lies above 1 + max_slowdown. A slowdown within
 // the noise, or one no larger than allowed, is not.

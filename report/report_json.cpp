@@ -37,7 +37,15 @@ json bench_to_json(const BenchReport& bench) {
                               {"improvements", bench.improvements},
                               {"unchanged", bench.unchanged},
                               {"not_in_baseline", bench.not_in_baseline},
+                              {"suspects", bench.suspects},
+                              {"fail_on_suspect", bench.fail_on_suspect},
                               {"missing_cases", bench.missing_cases}}},
+      {"reference", bench.reference.empty() ? json(nullptr)
+                                            : json{{"kernel", bench.reference},
+                                                   {"regressions", bench.regressions},
+                                                   {"improvements", bench.improvements},
+                                                   {"unchanged", bench.unchanged},
+                                                   {"not_compared", bench.not_in_baseline}}},
       {"timed", bench.timed},
   };
 }

@@ -61,6 +61,15 @@ void write_bench_markdown(std::ostream& out, const RunReport& report) {
         << significant_digits(bench.max_slowdown * 100, 3) << "% at 95% confidence): **"
         << bench.regressions << " regressions**, " << bench.improvements << " improvements, "
         << bench.unchanged << " unchanged, " << bench.not_in_baseline << " not in the baseline";
+    if (bench.suspects > 0) {
+      out << ", " << bench.suspects << " suspect (regressions timed on a busy machine)";
+    }
+  }
+  if (!bench.reference.empty()) {
+    out << " side by side with " << code(bench.reference) << " (a regression: slower by more than "
+        << significant_digits(bench.max_slowdown * 100, 3) << "% at 95% confidence): **"
+        << bench.regressions << " regressions**, " << bench.improvements << " improvements, "
+        << bench.unchanged << " unchanged, " << bench.not_in_baseline << " not compared";
   }
   out << ".\n";
   for (const std::string& warning : bench.warnings) out << "\n> warning: " << cell(warning) << "\n";
@@ -68,27 +77,40 @@ void write_bench_markdown(std::ostream& out, const RunReport& report) {
     out << "\nIn the baseline, not timed in this run: "
         << cell(join_names(bench.missing_cases, ", ")) << "\n";
   }
-  out << "\n| case | shape | median ms | 95% CI ms | p95 ms | cv | GFLOP/s | GB/s | vs baseline |\n"
-      << "|---|---|---:|---|---:|---:|---:|---:|---|\n";
+  // Side by side, the reference's median stands beside the kernel's.
+  const bool side_by_side = !bench.reference.empty();
+  out << "\n| case | shape | median ms | " << (side_by_side ? "reference median ms | " : "")
+      << "95% CI ms | p95 ms | cv | GFLOP/s | GB/s | "
+      << (side_by_side ? "vs reference" : "vs baseline") << " |\n"
+      << "|---|---|---:|" << (side_by_side ? "---:|" : "") << "---|---:|---:|---:|---:|---|\n";
   int rows = 0;
   for (const CaseResult& result : report.results) {
     if (!result.performance || ++rows > kMaxPerformanceRows) continue;
     const KernelPerformance& performance = *result.performance;
     const TimingSummary& summary = performance.summary;
     std::string verdict = "-";
-    if (performance.baseline) {
-      const BaselineComparison& baseline = *performance.baseline;
-      verdict = std::string(performance_verdict_name(baseline.verdict));
-      if (baseline.verdict != PerformanceVerdict::not_in_baseline) {
-        verdict += " ×" + fixed_decimals(baseline.ratio.ratio, 3) + " [" +
-                   fixed_decimals(baseline.ratio.low, 3) + ", " +
-                   fixed_decimals(baseline.ratio.high, 3) + "]";
+    if (const BaselineComparison* comparison = gate_comparison(performance)) {
+      verdict = side_by_side && comparison->verdict == PerformanceVerdict::not_in_baseline
+                    ? "not compared"
+                    : std::string(performance_verdict_name(comparison->verdict));
+      if (comparison->verdict != PerformanceVerdict::not_in_baseline) {
+        verdict += " ×" + fixed_decimals(comparison->ratio.ratio, 3) + " [" +
+                   fixed_decimals(comparison->ratio.low, 3) + ", " +
+                   fixed_decimals(comparison->ratio.high, 3) + "]";
       }
-      if (baseline.verdict == PerformanceVerdict::regression) verdict = "**" + verdict + "**";
+      if (comparison->verdict == PerformanceVerdict::regression) verdict = "**" + verdict + "**";
+      if (!comparison->suspect.empty()) verdict += " (" + comparison->suspect + ")";
+    }
+    std::string reference_median;
+    if (side_by_side) {
+      const std::optional<ReferenceTiming>& reference = performance.reference;
+      reference_median = reference && reference->unavailable.empty()
+                             ? significant_digits(reference->summary.median_ms, 4) + " | "
+                             : "- | ";
     }
     out << "| " << code(result.attention_case.id) << " | "
         << cell(describe_case(result.attention_case)) << " | "
-        << significant_digits(summary.median_ms, 4) << " | "
+        << significant_digits(summary.median_ms, 4) << " | " << reference_median
         << significant_digits(summary.ci95_median_low_ms, 4) << " – "
         << significant_digits(summary.ci95_median_high_ms, 4) << " | "
         << significant_digits(summary.p95_ms, 4) << " | " << fixed_decimals(summary.cv * 100, 1)
@@ -97,7 +119,7 @@ void write_bench_markdown(std::ostream& out, const RunReport& report) {
         << (performance.suspect.empty() ? "" : " (suspect: " + cell(performance.suspect) + ")")
         << " |\n";
   }
-  write_more_rows(out, rows - kMaxPerformanceRows, "timed cases", 9);
+  write_more_rows(out, rows - kMaxPerformanceRows, "timed cases", side_by_side ? 10 : 9);
 }
 
 }  // namespace

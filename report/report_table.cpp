@@ -80,6 +80,27 @@ void write_performance(std::ostream& out, const KernelPerformance& performance) 
   }
   out << '\n';
   if (!performance.suspect.empty()) out << "    timing suspect: " << performance.suspect << '\n';
+  if (performance.reference) {
+    const ReferenceTiming& reference = *performance.reference;
+    out << "    beside the reference " << reference.kernel << " (plant " << reference.plant
+        << "): ";
+    if (!reference.unavailable.empty()) {
+      out << "not compared, " << reference.unavailable << '\n';
+    } else {
+      out << "median "
+          << milliseconds_with_interval(reference.summary.median_ms,
+                                        reference.summary.ci95_median_low_ms,
+                                        reference.summary.ci95_median_high_ms);
+      if (const std::optional<BaselineComparison>& comparison = reference.comparison) {
+        out << "; " << performance_verdict_name(comparison->verdict) << ", ratio "
+            << fixed_decimals(comparison->ratio.ratio, 3) << " (95% "
+            << fixed_decimals(comparison->ratio.low, 3) << " to "
+            << fixed_decimals(comparison->ratio.high, 3) << ", "
+            << performance.reference->rounds_ms.size() << " pairs of blocks)";
+      }
+      out << '\n';
+    }
+  }
   if (performance.baseline) {
     const BaselineComparison& baseline = *performance.baseline;
     out << "    against the baseline: ";
@@ -90,7 +111,11 @@ void write_performance(std::ostream& out, const KernelPerformance& performance) 
           << fixed_decimals(baseline.ratio.ratio, 3) << " (95% "
           << fixed_decimals(baseline.ratio.low, 3) << " to "
           << fixed_decimals(baseline.ratio.high, 3) << ") of its "
-          << significant_digits(baseline.baseline_median_ms, 4) << " ms\n";
+          << significant_digits(baseline.baseline_median_ms, 4) << " ms"
+          << (baseline.suspect.empty() ? ""
+                                       : " (a regression not trusted: " + baseline.suspect +
+                                             "; --fail-on-suspect fails it)")
+          << "\n";
     }
   }
 }
@@ -102,6 +127,15 @@ void write_bench_summary(std::ostream& out, const BenchReport& bench) {
     out << "; against " << printable(bench.baseline_path) << ": " << bench.regressions
         << " regressions, " << bench.improvements << " improvements, " << bench.unchanged
         << " unchanged, " << bench.not_in_baseline << " not in the baseline";
+    if (bench.suspects > 0) {
+      out << ", " << bench.suspects << " suspect (regressions timed on a busy machine, not failed)";
+    }
+  }
+  if (!bench.reference.empty()) {
+    out << "; beside " << printable(bench.reference) << ": " << bench.regressions
+        << " regressions, " << bench.improvements << " improvements, " << bench.unchanged
+        << " unchanged, " << bench.not_in_baseline << " not compared (the reference did not run "
+        << "them)";
   }
   out << '\n';
   if (!bench.missing_cases.empty()) {

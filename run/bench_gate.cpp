@@ -15,10 +15,45 @@ nlohmann::json machine_state_now() {
           {"gpu", gpu_state_to_json(read_gpu_state(cuda_device_status().pci_bus_id))}};
 }
 
+namespace {
+
+// "median 1.234 ms against the baseline's 1.1 ms, ratio 1.122 (95% interval 1.08 to 1.16), more
+// than the 3% slowdown allowed"
+std::string regression_figures(const KernelPerformance& performance,
+                               const BaselineComparison& comparison, const std::string& against,
+                               double max_slowdown) {
+  return "median " + significant_digits(performance.summary.median_ms, 4) + " ms against " +
+         against + " " + significant_digits(comparison.baseline_median_ms, 4) + " ms, ratio " +
+         fixed_decimals(comparison.ratio.ratio, 3) + " (95% interval " +
+         fixed_decimals(comparison.ratio.low, 3) + " to " +
+         fixed_decimals(comparison.ratio.high, 3) + "), more than the " +
+         significant_digits(max_slowdown * 100, 3) + "% slowdown allowed";
+}
+
+}  // namespace
+
 void BenchGate::judge(CaseResult& result) const {
   // A case that failed in a later round keeps that failure: its timings are incomplete.
-  if (!result.performance || !baseline_ || result.status != CaseStatus::pass) return;
+  if (!result.performance || result.status != CaseStatus::pass) return;
   KernelPerformance& performance = *result.performance;
+  if (performance.reference) {
+    ReferenceTiming& reference = *performance.reference;
+    if (!reference.unavailable.empty()) {
+      reference.comparison = BaselineComparison{};  // nothing to compare with
+      return;
+    }
+    reference.comparison =
+        compare_side_by_side(reference.rounds_ms, performance.rounds_ms, max_slowdown_);
+    if (reference.comparison->verdict != PerformanceVerdict::regression) return;
+    result.status = CaseStatus::fail;
+    result.reason = "performance regression: " +
+                    regression_figures(performance, *reference.comparison,
+                                       "the reference " + reference.kernel + " (plant " +
+                                           reference.plant + ") timed beside it at",
+                                       max_slowdown_);
+    return;
+  }
+  if (!baseline_) return;
   const auto found = baseline_->cases.find(result.attention_case.id);
   if (found == baseline_->cases.end() || found->second.config != case_to_json(result)["config"]) {
     performance.baseline = BaselineComparison{};  // not_in_baseline
@@ -26,16 +61,23 @@ void BenchGate::judge(CaseResult& result) const {
   }
   performance.baseline =
       compare_with_baseline(found->second.rounds_ms, performance.rounds_ms, max_slowdown_);
-  const BaselineComparison& comparison = *performance.baseline;
+  BaselineComparison& comparison = *performance.baseline;
   if (comparison.verdict != PerformanceVerdict::regression) return;
+  const std::string figures =
+      regression_figures(performance, comparison, "the baseline's", max_slowdown_);
+  // Timings taken at two times are only as comparable as the machine was quiet both times.
+  std::string suspect = performance.suspect;
+  if (suspect.empty() && !found->second.suspect.empty()) {
+    suspect = "the baseline's timing: " + found->second.suspect;
+  }
+  if (!suspect.empty() && !fail_on_suspect_) {
+    comparison.verdict = PerformanceVerdict::suspect;
+    comparison.suspect = suspect;
+    return;
+  }
   result.status = CaseStatus::fail;
-  result.reason =
-      "performance regression: median " + significant_digits(performance.summary.median_ms, 4) +
-      " ms against the " + "baseline's " + significant_digits(comparison.baseline_median_ms, 4) +
-      " ms, ratio " + fixed_decimals(comparison.ratio.ratio, 3) + " (95% interval " +
-      fixed_decimals(comparison.ratio.low, 3) + " to " + fixed_decimals(comparison.ratio.high, 3) +
-      "), more than the " + significant_digits(max_slowdown_ * 100, 3) + "% slowdown allowed" +
-      (performance.suspect.empty() ? "" : "; timing suspect: " + performance.suspect);
+  result.reason = "performance regression: " + figures +
+                  (suspect.empty() ? "" : "; timing suspect (--fail-on-suspect): " + suspect);
 }
 
 void BenchGate::tally(const std::vector<CaseResult>& results, BenchReport& report) const {
@@ -44,8 +86,9 @@ void BenchGate::tally(const std::vector<CaseResult>& results, BenchReport& repor
     if (!result.performance) continue;
     ++report.timed;
     timed_ids.insert(result.attention_case.id);
-    if (!result.performance->baseline) continue;
-    switch (result.performance->baseline->verdict) {
+    const BaselineComparison* comparison = gate_comparison(*result.performance);
+    if (comparison == nullptr) continue;
+    switch (comparison->verdict) {
       case PerformanceVerdict::regression:
         ++report.regressions;
         break;
@@ -57,6 +100,9 @@ void BenchGate::tally(const std::vector<CaseResult>& results, BenchReport& repor
         break;
       case PerformanceVerdict::not_in_baseline:
         ++report.not_in_baseline;
+        break;
+      case PerformanceVerdict::suspect:
+        ++report.suspects;
         break;
     }
   }

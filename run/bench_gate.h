@@ -27,7 +27,12 @@ struct BenchReport {
   std::string baseline_path;                     // empty: no baseline
   std::vector<std::string> identity_mismatches;  // the baseline's and this run's, compared anyway
   std::vector<std::string> missing_cases;        // timed in the baseline, not in this run
-  int timed = 0, regressions = 0, improvements = 0, unchanged = 0, not_in_baseline = 0;
+  // Side by side (--against-*): what each case is timed beside, e.g. "cpu_flash (plant none)";
+  // empty against a stored baseline or none.
+  std::string reference;
+  bool fail_on_suspect = false;
+  int timed = 0, regressions = 0, improvements = 0, unchanged = 0, not_in_baseline = 0,
+      suspects = 0;
 };
 
 // The CPU's and (where NVML answers) the GPU's state now, as JSON: {"cpu": {...}, "gpu": {...}};
@@ -36,11 +41,16 @@ nlohmann::json machine_state_now();
 
 class BenchGate {
  public:
-  BenchGate(std::optional<Baseline> baseline, double max_slowdown)
-      : baseline_(std::move(baseline)), max_slowdown_(max_slowdown) {}
+  BenchGate(std::optional<Baseline> baseline, double max_slowdown, bool fail_on_suspect = false)
+      : baseline_(std::move(baseline)),
+        max_slowdown_(max_slowdown),
+        fail_on_suspect_(fail_on_suspect) {}
 
-  // Compares a timed case with the baseline's same case (same id, same config); a regression turns
-  // the passing case into a failure whose reason gives the figures.
+  // Compares a timed case with the reference kernel timed beside it, or else with the baseline's
+  // same case (same id, same config); a regression turns the passing case into a failure whose
+  // reason gives the figures. Against a stored baseline, a regression where either timing is
+  // suspect (a loaded CPU, a throttled GPU) is the verdict `suspect` instead, reported and failed
+  // only with fail_on_suspect; side by side, the load hits both kernels, and a regression fails.
   void judge(CaseResult& result) const;
 
   // Counts the verdicts of `results` into `report` and lists the baseline's cases they lack.
@@ -49,6 +59,7 @@ class BenchGate {
  private:
   std::optional<Baseline> baseline_;
   double max_slowdown_;
+  bool fail_on_suspect_;
 };
 
 }  // namespace attnfuzz

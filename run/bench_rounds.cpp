@@ -12,6 +12,7 @@ namespace attnfuzz {
 namespace {
 
 constexpr const char* kRoundKey = "bench_round";
+constexpr const char* kSideBySideKey = "side_by_side";
 
 void fail_in_round(CaseResult& result, int round, const std::string& why) {
   result.status = CaseStatus::fail;
@@ -21,15 +22,21 @@ void fail_in_round(CaseResult& result, int round, const std::string& why) {
 }  // namespace
 
 WorkerRequestKind timing_request_kind(const CaseRunner& runner) {
-  return {kRoundKey, [&runner](const AttentionCase& attention_case, const nlohmann::json&) {
-            return answer_timing_request(runner, attention_case);
+  return {kRoundKey, [&runner](const AttentionCase& attention_case, const nlohmann::json& request) {
+            const nlohmann::json& round = request[kRoundKey];
+            const auto side_by_side = request.find(kSideBySideKey);
+            return answer_timing_request(
+                runner, attention_case, round.is_number_integer() ? round.get<int>() : 0,
+                side_by_side != request.end() && side_by_side->is_boolean() &&
+                    side_by_side->get<bool>());
           }};
 }
 
-nlohmann::json answer_timing_request(const CaseRunner& runner,
-                                     const AttentionCase& attention_case) {
+nlohmann::json answer_timing_request(const CaseRunner& runner, const AttentionCase& attention_case,
+                                     int round, bool side_by_side) {
   try {
-    return {{"performance", performance_to_json(runner.time_round(attention_case))}};
+    return {{"performance",
+             performance_to_json(runner.time_round(attention_case, round, side_by_side))}};
   } catch (const std::bad_alloc&) {
     return {{"error", "out of memory (std::bad_alloc)"}};
   } catch (const std::exception& error) {
@@ -61,9 +68,17 @@ void run_later_rounds(const CaseRunner& runner, const CaseRunSettings& settings,
       }
       return true;
     };
+    // A case whose reference ran the case is timed beside it again.
+    const auto side_by_side = [&](std::size_t index) {
+      const std::optional<ReferenceTiming>& reference = results[index].performance->reference;
+      return reference && reference->unavailable.empty();
+    };
     if (settings.in_process) {
       for (std::size_t index : timed) {
-        if (!take(index, answer_timing_request(runner, results[index].attention_case))) return;
+        if (!take(index, answer_timing_request(runner, results[index].attention_case, round,
+                                               side_by_side(index)))) {
+          return;
+        }
       }
       continue;
     }
@@ -73,7 +88,8 @@ void run_later_rounds(const CaseRunner& runner, const CaseRunSettings& settings,
           const AttentionCase& attention_case = results[index].attention_case;
           return nlohmann::json{{"id", attention_case.id},
                                 {"case", case_keys_to_json(attention_case)},
-                                {kRoundKey, round}};
+                                {kRoundKey, round},
+                                {kSideBySideKey, side_by_side(index)}};
         },
         take,
         [&](std::size_t index, const WorkerLoss& loss) {

@@ -3,12 +3,15 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <new>
+#include <optional>
 
 #include "case/data_distribution.h"
 #include "core/clock.h"
 #include "core/harness_error.h"
 #include "core/problem_features.h"
+#include "core/splitmix.h"
 #include "core/text.h"
 #include "kernels/cuda_device_probe.h"
 #include "kernels/flash_tile_traits.h"
@@ -80,6 +83,21 @@ void CaseRunner::validate(const AttentionCase& attention_case) const {
                        std::string(planted_bug_name(settings_.plant)) +
                        "' (fuzz_attention --list-kernels shows each kernel's plants)");
   }
+  if (settings_.reference) {
+    const CaseRunner reference = reference_runner();
+    try {
+      reference.validate(attention_case);
+    } catch (const HarnessError& error) {
+      throw HarnessError(std::string("the reference (--against-*): ") + error.what());
+    }
+    const AttentionKernel* reference_kernel = find_kernel(reference.kernel_for(attention_case));
+    if (reference_kernel != nullptr && reference_kernel->site() != kernel->site()) {
+      throw HarnessError("the reference (--against-*) " + std::string(reference_kernel->name()) +
+                         " and the kernel " + name +
+                         " run in different places (the host, a CUDA device): side by side, "
+                         "both run where the other does");
+    }
+  }
 }
 
 KernelCall run_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
@@ -134,13 +152,50 @@ CaseResult CaseRunner::run(const AttentionCase& attention_case) const {
   }
 }
 
-KernelPerformance CaseRunner::time_round(const AttentionCase& attention_case) const {
-  const KernelChoice choice = choose_kernel(attention_case);
-  if (choice.kernel == nullptr) throw std::runtime_error(choice.skip_reason);
-  const AttentionProblem problem = problem_of(attention_case);
+CaseRunner CaseRunner::reference_runner() const {
+  RunSettings settings = settings_;
+  if (!settings_.reference->kernel.empty()) settings.kernel = settings_.reference->kernel;
+  settings.plant = settings_.reference->plant;
+  settings.bench.enabled = false;
+  settings.reference.reset();
+  return CaseRunner(std::move(settings));
+}
+
+namespace {
+
+// The order of a side-by-side round's blocks, drawn afresh for each case and round.
+std::uint64_t block_order_seed(const AttentionCase& attention_case, int round) {
+  return splitmix64_finalise(std::hash<std::string>{}(attention_case.id) +
+                             static_cast<std::uint64_t>(round) * kSplitMix64Gamma);
+}
+
+// Times the case's kernel, `choice`, alone or beside the reference's.
+KernelPerformance time_case(const CaseRunner& runner, const KernelChoice& choice,
+                            const AttentionCase& attention_case, const AttentionProblem& problem,
+                            int round, bool side_by_side) {
+  const RunSettings& settings = runner.settings();
   const AttentionInputs inputs =
       generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
-  return time_kernel(*choice.kernel, problem, inputs, settings_.plant, settings_.bench);
+  if (!side_by_side) {
+    return time_kernel(*choice.kernel, problem, inputs, settings.plant, settings.bench);
+  }
+  if (!settings.reference) {
+    throw std::runtime_error("asked to time beside a reference, and this run names none");
+  }
+  const KernelChoice reference = runner.reference_runner().choose_kernel(attention_case);
+  if (reference.kernel == nullptr) throw std::runtime_error(reference.skip_reason);
+  return time_side_by_side({choice.kernel, settings.plant},
+                           {reference.kernel, settings.reference->plant}, problem, inputs,
+                           settings.bench, block_order_seed(attention_case, round));
+}
+
+}  // namespace
+
+KernelPerformance CaseRunner::time_round(const AttentionCase& attention_case, int round,
+                                         bool side_by_side) const {
+  const KernelChoice choice = choose_kernel(attention_case);
+  if (choice.kernel == nullptr) throw std::runtime_error(choice.skip_reason);
+  return time_case(*this, choice, attention_case, problem_of(attention_case), round, side_by_side);
 }
 
 CaseResult CaseRunner::unfinished_result(const AttentionCase& attention_case, CaseStatus status,
@@ -317,18 +372,34 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
                   "no output to judge: every sequence of seq_lens_q is empty (no query row)");
   }
   // Only a kernel that computed the case right is timed: a wrong kernel's speed means nothing.
-  if (settings_.bench.enabled) {
-    try {
-      result.performance =
-          time_kernel(*choice.kernel, problem,
-                      generate_inputs(problem, attention_case.data, attention_case.seed,
-                                      attention_case.injection),
-                      settings_.plant, settings_.bench);
-    } catch (const std::bad_alloc&) {
-      throw;
-    } catch (const std::exception& error) {
-      return finish(CaseStatus::fail, std::string("while timing: ") + error.what());
+  if (!settings_.bench.enabled) return finish(CaseStatus::pass, "");
+  // Nor is one beside a reference that did not: it is run on the case first, as the kernel was.
+  // One that cannot run the case leaves the kernel timed alone, with nothing to compare.
+  std::optional<ReferenceTiming> unavailable_reference;
+  bool side_by_side = false;
+  if (settings_.reference) {
+    const CaseResult reference = reference_runner().run_unguarded(attention_case);
+    if (reference.status == CaseStatus::fail) {
+      return finish(
+          CaseStatus::fail,
+          "the reference kernel " + reference.kernel_name + " (plant " + reference.plant +
+              ") failed the case, so nothing can be timed beside it: " + reference.reason);
     }
+    side_by_side = reference.status == CaseStatus::pass;
+    if (!side_by_side) {
+      unavailable_reference.emplace();
+      unavailable_reference->kernel = reference.kernel_name;
+      unavailable_reference->plant = reference.plant;
+      unavailable_reference->unavailable = "it did not run the case: " + reference.reason;
+    }
+  }
+  try {
+    result.performance = time_case(*this, choice, attention_case, problem, 1, side_by_side);
+    if (unavailable_reference) result.performance->reference = std::move(unavailable_reference);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& error) {
+    return finish(CaseStatus::fail, std::string("while timing: ") + error.what());
   }
   return finish(CaseStatus::pass, "");
 }

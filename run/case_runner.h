@@ -3,6 +3,7 @@
 // runs the kernel on a poisoned and fenced output, computes the oracle, and judges.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,12 @@ enum class Backend { auto_select, cpu, cuda };
 // Which float64 reference judges a case: auto picks cuBLAS for large cases whose kernel ran on a
 // CUDA device (the data is on the GPU already and the CPU would take seconds), the CPU otherwise.
 enum class OracleChoice { auto_select, cpu, cuda };
+
+// The reference of a side-by-side benchmark (fuzz_attention --bench --against-*).
+struct ReferenceKernel {
+  std::string kernel;  // empty: the case's own kernel (--against-plant alone)
+  PlantedBug plant = PlantedBug::none;
+};
 
 struct RunSettings {
   Backend backend = Backend::auto_select;
@@ -47,6 +54,9 @@ struct RunSettings {
   DeclaredNumerics numerics;
   // fuzz_attention --bench: a case that passes is then timed (run/kernel_timer.h).
   BenchSettings bench;
+  // fuzz_attention --bench --against-*: the kernel each timed case is timed beside, side by side
+  // (run/kernel_timer.h, time_side_by_side), after it too has passed the case.
+  std::optional<ReferenceKernel> reference = {};
 };
 
 std::string_view backend_name(Backend backend);
@@ -76,9 +86,16 @@ class CaseRunner {
   // A case that runs out of memory (std::bad_alloc anywhere in it) is skipped with that reason.
   CaseResult run(const AttentionCase& attention_case) const;
 
-  // One timing round of the case's kernel (run/kernel_timer.h), without the correctness check (it
-  // passed in its first round). Throws std::runtime_error when the kernel cannot run or fails.
-  KernelPerformance time_round(const AttentionCase& attention_case) const;
+  // Timing round `round` (from 2: the first comes with the case's run) of the case's kernel
+  // (run/kernel_timer.h), without the correctness check (it passed in its first round); beside the
+  // reference kernel when `side_by_side` (the first round was). Throws std::runtime_error when a
+  // kernel cannot run or fails.
+  KernelPerformance time_round(const AttentionCase& attention_case, int round,
+                               bool side_by_side) const;
+
+  // The runner of the reference kernel (settings().reference): this one's settings with its kernel
+  // and plant, timing nothing.
+  CaseRunner reference_runner() const;
 
   // Which kernel runs the case, or why none can (no GPU, not in this build, unsupported shape).
   KernelChoice choose_kernel(const AttentionCase& attention_case) const;

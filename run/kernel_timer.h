@@ -7,6 +7,8 @@
 // a real model does not), and the GPU's NVML readings taken before and after.
 #pragma once
 
+#include <cstdint>
+
 #include "case/data_distribution.h"
 #include "kernels/attention_kernel.h"
 #include "perf/kernel_performance.h"
@@ -20,10 +22,25 @@ double bench_flops(const AttentionProblem& problem);
 // The bytes a kernel must move at the least: Q, K and V read once and O written once.
 double bench_bytes(const AttentionProblem& problem);
 
+// A kernel as it is timed: which, and with which planted bug.
+struct TimedKernel {
+  const AttentionKernel* kernel = nullptr;
+  PlantedBug plant = PlantedBug::none;
+};
+
 // One round's samples, with their statistics, the work and (on a GPU) the machine readings and
 // roofline, of `kernel` on the case. Throws std::runtime_error when a call fails.
 KernelPerformance time_kernel(const AttentionKernel& kernel, const AttentionProblem& problem,
                               const AttentionInputs& inputs, PlantedBug plant,
                               const BenchSettings& settings);
+
+// One round of `candidate` beside `reference` (fuzz_attention --bench --against-*): both handed
+// the same inputs and output buffers, both warmed up, then pairs of equal blocks of calls, each
+// pair back to back in an order drawn from `order_seed`; the candidate's blocks are the result's
+// rounds_ms, the reference's its `reference`. Both must run on the same site. Throws
+// std::runtime_error when a call fails, naming the kernel.
+KernelPerformance time_side_by_side(const TimedKernel& candidate, const TimedKernel& reference,
+                                    const AttentionProblem& problem, const AttentionInputs& inputs,
+                                    const BenchSettings& settings, std::uint64_t order_seed);
 
 }  // namespace attnfuzz

@@ -50,6 +50,9 @@ std::string replay_command_line(const ReplayCommand& command) {
   if (!command.known_failures.empty()) add("--known-failures", command.known_failures);
   if (command.bench) line += " --bench";
   if (command.bench && !command.baseline.empty()) add("--baseline", command.baseline);
+  if (command.bench) {
+    for (const auto& [flag, value] : command.against_flags) add(flag, value);
+  }
   return line;
 }
 

@@ -20,7 +20,8 @@ namespace attnfuzz {
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
 //                  [--accumulation A] [--allow-nondeterminism]
 //                  [--shape-independent-arithmetic] [--known-failures F]
-//                  [--bench [--baseline F]]
+//                  [--bench [--baseline F | --against-lib L | --against-kernel K]
+//                  [--against-plant B]]
 struct ReplayCommand {
   std::string property;    // the property search: --properties --property NAME
   std::string replay;      // a case file (or folder) holding the case: --replay FILE
@@ -39,6 +40,9 @@ struct ReplayCommand {
   std::string known_failures;  // --known-failures FILE: a listed case that passed fails by it
   bool bench = false;          // --bench: a case that failed the gate
   std::string baseline;        // --baseline FILE, with bench
+  // Side by side, with bench: --against-lib, --against-kernel and --against-plant as the run had
+  // them, in that order.
+  std::vector<std::pair<std::string, std::string>> against_flags = {};
 };
 
 // The parts of a replay that come from the run's settings: kernel (as the settings name it),

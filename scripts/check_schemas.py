@@ -324,6 +324,9 @@ def report_runs(plugins):
         ("bench against a baseline",
          [*bench, "--case", "bench_small/1", "--case", "bench_small/2", "--baseline",
           "report_bench.json", "--plant", "slow_extra_pass"], (0, 1)),
+        ("bench side by side",
+         [*bench, "--case", "bench_small/1", "--plant", "slow_extra_pass", "--against-plant",
+          "none"], (0, 1)),
     ]
     if plugins.get("crash"):
         runs.append(("crashed worker", ["--configs", "faults.json", "--kernel-lib",

@@ -17,8 +17,8 @@
 #               on the missing_syncthreads plant must report the race
 #   gate        fuzz_attention --bench on corpus/matrix/bench.json's cases at 512 keys (NVIDIA's
 #               readings in its report, checked present), then the performance gate
-#               (scripts/bench_gate.sh) on them: self-compares exit 0, slow_extra_pass plants
-#               exit 1 (--gate-repetitions times each)
+#               (scripts/bench_gate.sh) on them, side by side and against a stored baseline:
+#               self-compares exit 0, slow_extra_pass plants exit 1 (--gate-repetitions times each)
 #   timing      the seed's 27-case matrix end to end, timed, the whole case on the device and, for
 #               comparison, checked on the host (--host-verification), and beside the seed's own
 #               check in PyTorch (scripts/seed_style_check.py); pr.json end to end, timed;
@@ -282,12 +282,16 @@ found = list(readings(json.load(open(sys.argv[1]))))
 for reading in found[:3]: print(json.dumps(reading))
 print(len(found), "GPU readings")
 sys.exit(0 if found and all(r.get("available") for r in found) else 1)' "$build_dir/bench.json"
-  # Three runs per repetition, each verifying every case again: a step timeout per repetition.
-  step_timeout=$((step_timeout * gate_repetitions)) \
-    step "the performance gate on those cases: $gate_repetitions self-compares and $gate_repetitions slow_extra_pass plants" 0 \
-    env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/bench_gate.sh --no-build --backend cuda \
-    --kernel cuda_flash --configs corpus/matrix/bench.json --repetitions "$gate_repetitions" \
-    -- "${gate_cases[@]}" --bench-seconds 0.5
+  # Two or three runs per repetition, each verifying every case again: a step timeout per
+  # repetition. Side by side (each case's calls interleaved with the correct kernel's), then
+  # against a stored baseline.
+  for gate_mode in side-by-side baseline; do
+    step_timeout=$((step_timeout * gate_repetitions)) \
+      step "the performance gate ($gate_mode) on those cases: $gate_repetitions self-compares and $gate_repetitions slow_extra_pass plants" 0 \
+      env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/bench_gate.sh --no-build --backend cuda \
+      --kernel cuda_flash --mode "$gate_mode" --configs corpus/matrix/bench.json \
+      --repetitions "$gate_repetitions" -- "${gate_cases[@]}" --bench-seconds 0.5
+  done
 fi
 
 # ---- timing ----

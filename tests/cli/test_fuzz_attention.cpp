@@ -318,7 +318,8 @@ INSTANTIATE_TEST_SUITE_P(
         HarnessErrorCase{"baseline_without_bench",
                          kValidMatrix,
                          "--configs {matrix} --baseline {folder}/b.json",
-                         {"--baseline and --compare-anyway need --bench"}},
+                         {"--baseline, --compare-anyway, --against-lib, --against-kernel and "
+                          "--against-plant need --bench"}},
         HarnessErrorCase{"bench_seconds_zero",
                          kValidMatrix,
                          "--configs {matrix} --bench --bench-seconds 0",

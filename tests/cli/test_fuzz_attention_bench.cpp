@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -96,9 +97,11 @@ TEST_F(FuzzAttentionBench, ASlowdownBeyondTheAllowanceFailsAndAnImprovementPasse
   EXPECT_THAT(improved.out, HasSubstr("0 regressions, 2 improvements"));
   EXPECT_THAT(read_file(path("improved.md")), HasSubstr("### Performance"));
 
-  const RunResult slow = bench("slow.json", "--baseline " + quoted(path("faster.json").string()) +
-                                                " --junit " + quoted(path("slow.xml").string()) +
-                                                " --markdown " + quoted(path("slow.md").string()));
+  // --fail-on-suspect: the tests may run beside others, which would make the regression suspect.
+  const RunResult slow =
+      bench("slow.json", "--fail-on-suspect --baseline " + quoted(path("faster.json").string()) +
+                             " --junit " + quoted(path("slow.xml").string()) + " --markdown " +
+                             quoted(path("slow.md").string()));
   EXPECT_EQ(slow.exit_code, 1) << slow.out << slow.err;
   EXPECT_THAT(slow.out, HasSubstr("reason: performance regression: median"));
   EXPECT_THAT(slow.out, HasSubstr("--bench --baseline"));  // the replay command times it again
@@ -160,6 +163,140 @@ TEST_F(FuzzAttentionBench, AWrongKernelIsNotTimed) {
   EXPECT_TRUE(results[0].contains("performance"));
   EXPECT_EQ(results[1]["status"], "fail");
   EXPECT_FALSE(results[1].contains("performance"));
+}
+
+TEST_F(FuzzAttentionBench, ARegressionAgainstABaselineTimedOnABusyMachineIsSuspectNotFailed) {
+  ASSERT_EQ(bench("baseline.json").exit_code, 0);
+  nlohmann::json busy = scaled(report("baseline.json"), 0.1);  // a certain regression
+  for (nlohmann::json& result_record : busy["results"]) {
+    result_record["performance"]["suspect"] = "other work kept 2 cores busy while it was timed";
+  }
+  write("busy.json", busy.dump());
+  const std::string baseline = "--baseline " + quoted(path("busy.json").string());
+  const RunResult reported = bench("reported.json", baseline);
+  EXPECT_EQ(reported.exit_code, 0) << reported.out << reported.err;
+  EXPECT_THAT(reported.out, HasSubstr("2 suspect (regressions timed on a busy machine"));
+  // The baseline's suspicion, or this run's own when the machine running the tests is busy too.
+  EXPECT_THAT(reported.out, HasSubstr("a regression not trusted: "));
+  const nlohmann::json document = report("reported.json");
+  EXPECT_EQ(document["bench"]["baseline"]["suspects"], 2);
+  EXPECT_EQ(document["results"][0]["performance"]["baseline"]["verdict"], "suspect");
+
+  const RunResult failed = bench("failed.json", baseline + " --fail-on-suspect");
+  EXPECT_EQ(failed.exit_code, 1) << failed.out << failed.err;
+  EXPECT_THAT(failed.out, HasSubstr("timing suspect (--fail-on-suspect)"));
+}
+
+// Side by side, whether a run passes is the timings' to say (scripts/bench_gate.sh counts how
+// often it is right); what is checked here is what it reports and how it refuses.
+TEST_F(FuzzAttentionBench, SideBySideTheReportCarriesBothKernelsBlockForBlock) {
+  const RunResult result =
+      bench("pair.json", "--against-plant none --markdown " + quoted(path("pair.md").string()));
+  ASSERT_THAT(result.exit_code, ::testing::AnyOf(0, 1)) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("bench: side by side with cpu_flash (plant none)"));
+  EXPECT_THAT(result.out, HasSubstr("beside the reference cpu_flash (plant none): median"));
+  const nlohmann::json document = report("pair.json");
+  EXPECT_EQ(document["bench"]["reference"]["kernel"], "cpu_flash (plant none)");
+  EXPECT_TRUE(document["bench"]["baseline"].is_null());
+  for (const nlohmann::json& result_record : document["results"]) {
+    const nlohmann::json& performance = result_record["performance"];
+    const nlohmann::json& reference = performance["reference"];
+    EXPECT_EQ(reference["kernel"], "cpu_flash");
+    EXPECT_EQ(reference["plant"], "none");
+    // 3 rounds of 8 pairs of blocks, each pair as many calls on both sides.
+    ASSERT_EQ(performance["rounds_ms"].size(), 24u);
+    ASSERT_EQ(reference["rounds_ms"].size(), 24u);
+    for (std::size_t block = 0; block < 24; ++block) {
+      EXPECT_EQ(performance["rounds_ms"][block].size(), reference["rounds_ms"][block].size());
+    }
+    EXPECT_GT(reference["median_time_ms"].get<double>(), 0);
+    EXPECT_TRUE(reference["comparison"]["ratio"].is_number());
+    EXPECT_FALSE(performance.contains("baseline"));
+  }
+  EXPECT_THAT(read_file(path("pair.md")), HasSubstr("| reference median ms |"));
+  EXPECT_THAT(read_file(path("pair.md")), HasSubstr("vs reference"));
+}
+
+TEST_F(FuzzAttentionBench, SideBySideAReferenceThatGetsTheCaseWrongFailsItUntimed) {
+  const RunResult result = bench("wrong.json", "--against-plant drop_last_key_tile");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("the reference kernel cpu_flash (plant drop_last_key_tile) "
+                                    "failed the case, so nothing can be timed beside it"));
+  EXPECT_THAT(result.out, HasSubstr("--bench --against-plant drop_last_key_tile"));  // replay
+  for (const nlohmann::json& result_record : report("wrong.json")["results"]) {
+    if (result_record["status"] == "fail") {
+      EXPECT_FALSE(result_record.contains("performance"));
+    }
+  }
+}
+
+TEST_F(FuzzAttentionBench, SideBySideAnotherBuildOfTheSamePluginIsLoadedUnderItsNameAtReference) {
+  const std::string plugin = quoted(ATTNFUZZ_PLANTED_FLASH_V1_PLUGIN);
+  const RunResult result =
+      run_matrix(kSmallMatrix, "--bench --bench-rounds 1 --bench-seconds 0.1 --kernel-lib " +
+                                   plugin + " --against-lib " + plugin + " --json " +
+                                   quoted(path("lib.json").string()));
+  ASSERT_THAT(result.exit_code, ::testing::AnyOf(0, 1)) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("side by side with planted_flash_v1@reference (plant none)"));
+  for (const nlohmann::json& result_record : report("lib.json")["results"]) {
+    EXPECT_EQ(result_record["kernel_name"], "planted_flash_v1");
+    EXPECT_EQ(result_record["performance"]["reference"]["kernel"], "planted_flash_v1@reference");
+  }
+}
+
+// The built-in kernels behind the plugin ABI, as another build's would be: cpu_flash beside
+// cpu_flash@reference, the plugin's own copy; a packed case, whose index arrays the plugin
+// declines, is timed alone and not compared.
+TEST_F(FuzzAttentionBench, SideBySideTheBuiltInKernelPluginIsAnotherBuildsKernel) {
+  setenv("ATTNFUZZ_BUILTIN_PLUGIN_KERNEL", "cpu_flash", 1);
+  constexpr const char* kDenseAndPacked = R"({
+    "name": "b",
+    "defaults": {"batch": 2, "heads": 2, "head_dim": 64, "dtype": "fp16", "seq_len": 96},
+    "cases": [{}, {"seq_lens_q": "40,96", "seq_lens_k": "50,96"}]
+  })";
+  const RunResult result =
+      run_matrix(kDenseAndPacked,
+                 "--bench --bench-rounds 1 --bench-seconds 0.1 --kernel cpu_flash "
+                 "--against-lib " +
+                     quoted(ATTNFUZZ_BUILTIN_KERNEL_PLUGIN) + " --json " +
+                     quoted(path("builtin.json").string()));
+  unsetenv("ATTNFUZZ_BUILTIN_PLUGIN_KERNEL");
+  ASSERT_THAT(result.exit_code, ::testing::AnyOf(0, 1)) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("side by side with cpu_flash@reference (plant none)"));
+  const nlohmann::json results = report("builtin.json")["results"];
+  ASSERT_EQ(results.size(), 2u);
+  const nlohmann::json& dense = results[0]["performance"]["reference"];
+  EXPECT_EQ(dense["kernel"], "cpu_flash@reference");
+  EXPECT_EQ(dense["unavailable"], "");
+  EXPECT_TRUE(dense["comparison"]["ratio"].is_number());
+  const nlohmann::json& packed = results[1]["performance"]["reference"];
+  EXPECT_THAT(packed["unavailable"].get<std::string>(), HasSubstr("it did not run the case"));
+  EXPECT_EQ(packed["comparison"]["verdict"], "not_in_baseline");
+  EXPECT_EQ(results[1]["status"], "pass");
+}
+
+TEST_F(FuzzAttentionBench, SideBySideFlagsThatCannotGoTogetherExitThreeNamingThem) {
+  const struct {
+    std::string flags;
+    std::string says;
+  } refused[] = {
+    {"--kernel cpu_flash --against-plant none", "need --bench"},
+    {std::string(kBench) + " --against-kernel cpu_flash --against-lib x.so", "one"},
+    {std::string(kBench) + " --against-plant none --baseline x.json", "one or the other"},
+    {std::string(kBench) + " --against-plant no_such_plant", "--against-plant: unknown"},
+    {std::string(kBench) + " --against-kernel no_such_kernel", "the reference (--against-*)"},
+    {std::string(kBench) + " --fail-on-suspect", "--fail-on-suspect goes with --baseline"},
+#if ATTNFUZZ_HAVE_CUDA
+    {std::string(kBench) + " --against-kernel cuda_flash", "run in different places"},
+#endif
+    {std::string(kBench) + " --against-lib " + quoted(path("missing.so").string()),
+     "--against-lib"},
+  };
+  for (const auto& each : refused) {
+    const RunResult result = run_matrix(kSmallMatrix, each.flags);
+    EXPECT_EQ(result.exit_code, 3) << each.flags << "\n" << result.out << result.err;
+    EXPECT_THAT(result.err, HasSubstr(each.says)) << each.flags;
+  }
 }
 
 }  // namespace

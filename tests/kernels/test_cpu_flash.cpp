@@ -6,6 +6,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "case/case_codec.h"
@@ -466,7 +467,7 @@ TEST(CpuFlashPlants, AllowingNondeterminismJudgesEveryRunAgainstTheOracle) {
   EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::fail);
 }
 
-TEST(CpuFlashPlants, TheSlowExtraPassLeavesEveryOutputBitAsItWas) {
+TEST(CpuFlashPlants, TheSlowdownsLeaveEveryOutputBitAsItWas) {
   // A plant of speed, not of values: the outputs are the same bits, so only the performance gate
   // (fuzz_attention --bench --baseline) can see it. Every third case of the edge matrix.
   const std::vector<AttentionCase> cases = load_built_in_matrix("edges.json").cases;
@@ -476,13 +477,18 @@ TEST(CpuFlashPlants, TheSlowExtraPassLeavesEveryOutputBitAsItWas) {
     if (!cpu_flash_kernel().supports(problem).supported) continue;
     const AttentionInputs inputs =
         generate_inputs(problem, cases[index].data, cases[index].seed, cases[index].injection);
-    GuardedOutput plain(problem), slow(problem);
+    GuardedOutput plain(problem);
     ASSERT_EQ(run_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::none, plain).error, "");
-    ASSERT_EQ(
-        run_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::slow_extra_pass, slow).error,
-        "");
+    // Each slowdown in turn, by the case: slow_extra_pass and its lighter kin.
+    const PlantedBug slowdowns[] = {PlantedBug::slow_extra_pass, PlantedBug::slow_extra_pass_1_in_2,
+                                    PlantedBug::slow_extra_pass_1_in_4,
+                                    PlantedBug::slow_extra_pass_1_in_8,
+                                    PlantedBug::slow_extra_pass_1_in_12};
+    const PlantedBug slowdown = slowdowns[(index / 3) % std::size(slowdowns)];
+    GuardedOutput slow(problem);
+    ASSERT_EQ(run_kernel(cpu_flash_kernel(), problem, inputs, slowdown, slow).error, "");
     EXPECT_TRUE(std::equal(plain.data(), plain.data() + plain.span(), slow.data()))
-        << cases[index].id;
+        << cases[index].id << " " << planted_bug_name(slowdown);
     ++compared;
   }
   EXPECT_GT(compared, 60);
@@ -743,7 +749,11 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
                                            PlantedBug::lse_written_far_past_end,
                                            PlantedBug::workspace_leaked_per_call,
                                            PlantedBug::hangs_on_row_without_keys,
-                                           PlantedBug::slow_extra_pass};
+                                           PlantedBug::slow_extra_pass,
+                                           PlantedBug::slow_extra_pass_1_in_2,
+                                           PlantedBug::slow_extra_pass_1_in_4,
+                                           PlantedBug::slow_extra_pass_1_in_8,
+                                           PlantedBug::slow_extra_pass_1_in_12};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
 }

@@ -80,6 +80,41 @@ TEST(KernelPerformance, ALaterRoundIsAddedAndTheStatisticsFollow) {
   EXPECT_EQ(performance.stopped_because, "time_budget");
 }
 
+TEST(KernelPerformance, TheReferenceTimedBesideReadsBackBlockForBlockAndLaterBlocksFollow) {
+  KernelPerformance performance = two_rounds();
+  ReferenceTiming& reference = performance.reference.emplace();
+  reference.kernel = "flash@reference";
+  reference.plant = "none";
+  reference.rounds_ms = {{1.0, 1.1}, {1.2, 1.0, 1.1}};
+  reference.comparison = BaselineComparison{PerformanceVerdict::regression, 1.1, {1.9, 1.8, 2.0}};
+  summarize_performance(performance);
+  EXPECT_DOUBLE_EQ(performance.reference->summary.median_ms, 1.1);
+  const nlohmann::json record = performance_to_json(performance);
+  EXPECT_EQ(record["reference"]["kernel"], "flash@reference");
+  EXPECT_EQ(record["reference"]["comparison"]["verdict"], "regression");
+  EXPECT_EQ(record["reference"]["comparison"]["reference_median_ms"], 1.1);
+  const KernelPerformance back = performance_from_json(record);
+  ASSERT_TRUE(back.reference.has_value());
+  EXPECT_EQ(back.reference->rounds_ms, reference.rounds_ms);
+  EXPECT_EQ(performance_to_json(back), record);
+
+  KernelPerformance later;
+  later.rounds_ms = {{3.0}};
+  later.reference.emplace().rounds_ms = {{1.5}};
+  add_rounds(performance, later);
+  EXPECT_EQ(performance.reference->rounds_ms.size(), 3u);
+  EXPECT_EQ(performance.rounds_ms.size(), 3u);
+
+  nlohmann::json unpaired = record;
+  unpaired["reference"]["rounds_ms"] = {{1.0}};
+  EXPECT_THROW(
+      try { performance_from_json(unpaired); } catch (const std::runtime_error& error) {
+        EXPECT_THAT(error.what(), HasSubstr("reference/rounds_ms"));
+        throw;
+      },
+      std::runtime_error);
+}
+
 TEST(KernelPerformance, AMalformedRecordIsRefusedNamingTheField) {
   const nlohmann::json good = performance_to_json(two_rounds());
   const struct {

@@ -56,6 +56,29 @@ TEST(MachineState, ThrottlingOrAFallingClockMakesAGpuTimingSuspect) {
   EXPECT_FALSE(gpu_timing_suspect(before, after).has_value());
 }
 
+TEST(MachineState, OtherWorkIsTheMachinesBusyTimeLessThisProcesssOverTheTimeBetween) {
+  CpuTimes before, after;
+  before.available = after.available = true;
+  before.wall_seconds = 100;
+  after.wall_seconds = 102;  // two seconds
+  before.machine_busy_seconds = 50;
+  after.machine_busy_seconds = 55;  // five core-seconds busy, three of them this process's
+  before.own_seconds = 10;
+  after.own_seconds = 13;
+  EXPECT_DOUBLE_EQ(other_work_cores(before, after), 1.0);
+  // Less what the ticks can be off by: 0.01 s on each of 64 cores, over the two seconds.
+  before.cores = after.cores = 64;
+  after.tick_seconds = 0.01;
+  EXPECT_DOUBLE_EQ(other_work_cores(before, after), (5.0 - 3.0 - 0.64) / 2);
+  after.available = false;
+  EXPECT_EQ(other_work_cores(before, after), 0.0);
+  // Read for real: the clocks move forward, this process's time is its own.
+  const CpuTimes now = read_cpu_times(), later = read_cpu_times();
+  EXPECT_GE(later.wall_seconds, now.wall_seconds);
+  EXPECT_GE(later.own_seconds, now.own_seconds);
+  EXPECT_GE(other_work_cores(now, later), 0.0);
+}
+
 TEST(MachineState, ACpuAlreadyBusyWhenTheBenchmarkBeginsIsWarnedOf) {
   CpuState state;
   state.cores = 2;

@@ -135,6 +135,46 @@ TEST(TimingStatistics, DriftBetweenRoundsIsNoRegressionThoughPoolingTheRoundsWou
   EXPECT_TRUE(is_regression(median_ratio_interval(baseline, slower, 7), 0.03));
 }
 
+// Side by side: block i of both kernels shares the machine's state, whatever it was. Here the
+// machine swings by up to 40% from block to block, far more than the difference looked for.
+TimingRounds swinging_blocks(double factor, std::uint64_t seed) {
+  const double levels[] = {1.0, 1.4, 0.9, 1.25, 1.0, 1.1, 0.95, 1.3};
+  TimingRounds blocks;
+  for (int block = 0; block < 40; ++block) {
+    std::vector<double> samples = noisy_timings(9, 2.0 * levels[block % 8] * factor,
+                                                seed + static_cast<std::uint64_t>(block));
+    blocks.push_back(samples);
+  }
+  return blocks;
+}
+
+TEST(TimingStatistics, SideBySideTheSwingsOfTheMachineCancelWithinEachPairOfBlocks) {
+  const TimingRounds reference = swinging_blocks(1.0, 1);
+  const RatioInterval itself =
+      paired_median_ratio_interval(reference, swinging_blocks(1.0, 500), 3);
+  EXPECT_FALSE(is_regression(itself, 0.03));
+  EXPECT_FALSE(is_improvement(itself, 0.03));
+  EXPECT_LT(itself.high - itself.low, 0.02) << itself.low << " " << itself.high;
+  const RatioInterval slower =
+      paired_median_ratio_interval(reference, swinging_blocks(1.05, 900), 3);
+  EXPECT_NEAR(slower.ratio, 1.05, 0.01);
+  EXPECT_TRUE(is_regression(slower, 0.03)) << slower.low << " " << slower.high;
+  // The same timings compared unpaired, as two runs at different times are: the swings widen the
+  // interval past what a 5% slowdown can show.
+  const RatioInterval unpaired = median_ratio_interval(reference, swinging_blocks(1.05, 900), 3);
+  EXPECT_FALSE(is_regression(unpaired, 0.03)) << unpaired.low << " " << unpaired.high;
+}
+
+TEST(TimingStatistics, SideBySideTheRatioIsTheMedianOfThePairsRatios) {
+  // Three pairs: ratios 1.1, 1.2 and 3.0 (one pair caught by a preemption): the median, 1.2.
+  const TimingRounds reference = {{1.0, 1.0, 1.0}, {2.0, 2.0, 2.0}, {1.0, 1.0, 1.0}};
+  const TimingRounds candidate = {{1.1, 1.1, 1.1}, {2.4, 2.4, 2.4}, {3.0, 3.0, 3.0}};
+  const RatioInterval interval = paired_median_ratio_interval(reference, candidate, 5);
+  EXPECT_DOUBLE_EQ(interval.ratio, 1.2);
+  EXPECT_GE(interval.low, 1.1 - 1e-12);
+  EXPECT_LE(interval.high, 3.0 + 1e-12);
+}
+
 TEST(TimingStatistics, TheMediansIntervalOfRoundsSpansTheirDrift) {
   const TimingSummary summary =
       summarize_timings(drifting_rounds({false, true, false, true}, 3), 1);

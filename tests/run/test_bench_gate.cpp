@@ -103,5 +103,84 @@ TEST(BenchGate, WithoutABaselineNothingIsJudged) {
   EXPECT_TRUE(report.missing_cases.empty());
 }
 
+TEST(BenchGate, AgainstAStoredBaselineARegressionTimedOnABusyMachineIsSuspectNotAFailure) {
+  CaseResult then = timed_case("m/0", 2.0);
+  Baseline baseline = baseline_of({then});
+  CaseResult busy_now = timed_case("m/0", 2.5);
+  busy_now.performance->suspect = "other work kept 1.3 cores busy while it was timed";
+  BenchGate(baseline, 0.03).judge(busy_now);
+  EXPECT_EQ(busy_now.status, CaseStatus::pass);
+  EXPECT_EQ(busy_now.performance->baseline->verdict, PerformanceVerdict::suspect);
+  EXPECT_THAT(busy_now.performance->baseline->suspect, HasSubstr("1.3 cores"));
+  BenchReport report;
+  BenchGate(baseline, 0.03).tally({busy_now}, report);
+  EXPECT_EQ(report.suspects, 1);
+  EXPECT_EQ(report.regressions, 0);
+
+  // The baseline's own timing busy: as suspect.
+  baseline.cases["m/0"].suspect = "other work kept 2 cores busy while it was timed";
+  CaseResult quiet_now = timed_case("m/0", 2.5);
+  BenchGate(baseline, 0.03).judge(quiet_now);
+  EXPECT_EQ(quiet_now.performance->baseline->verdict, PerformanceVerdict::suspect);
+  EXPECT_THAT(quiet_now.performance->baseline->suspect, HasSubstr("the baseline's timing"));
+
+  // --fail-on-suspect: failed, the suspicion named in the reason.
+  CaseResult failed = timed_case("m/0", 2.5);
+  BenchGate(baseline, 0.03, /*fail_on_suspect=*/true).judge(failed);
+  EXPECT_EQ(failed.status, CaseStatus::fail);
+  EXPECT_THAT(failed.reason, HasSubstr("timing suspect (--fail-on-suspect)"));
+  // A suspect timing that is no regression is just what it is.
+  CaseResult same = timed_case("m/0", 2.0);
+  same.performance->suspect = "busy";
+  BenchGate(baseline, 0.03).judge(same);
+  EXPECT_EQ(same.performance->baseline->verdict, PerformanceVerdict::unchanged);
+}
+
+// A result timed beside a reference whose blocks take `reference_ms` each.
+CaseResult timed_beside(double milliseconds, double reference_ms) {
+  CaseResult result = timed_case("m/0", milliseconds);
+  ReferenceTiming& reference = result.performance->reference.emplace();
+  reference.kernel = "cpu_flash";
+  reference.plant = "none";
+  reference.rounds_ms = level(reference_ms);
+  summarize_performance(*result.performance);
+  return result;
+}
+
+TEST(BenchGate, SideBySideASlowerCaseFailsHoweverBusyTheMachineWas) {
+  const BenchGate gate(std::nullopt, 0.03);
+  CaseResult slower = timed_beside(2.5, 2.0), same = timed_beside(2.0, 2.0);
+  slower.performance->suspect = "other work kept 1.3 cores busy while it was timed";
+  gate.judge(slower);
+  gate.judge(same);
+  EXPECT_EQ(slower.status, CaseStatus::fail);
+  EXPECT_THAT(slower.reason,
+              HasSubstr("against the reference cpu_flash (plant none) timed beside"));
+  EXPECT_THAT(slower.reason, HasSubstr("ratio 1.25"));
+  EXPECT_EQ(slower.performance->reference->comparison->verdict, PerformanceVerdict::regression);
+  EXPECT_FALSE(slower.performance->baseline.has_value());
+  EXPECT_EQ(same.status, CaseStatus::pass);
+  EXPECT_EQ(same.performance->reference->comparison->verdict, PerformanceVerdict::unchanged);
+  BenchReport report;
+  gate.tally({slower, same}, report);
+  EXPECT_EQ(report.regressions, 1);
+  EXPECT_EQ(report.unchanged, 1);
+}
+
+TEST(BenchGate, SideBySideACaseTheReferenceDidNotRunIsNotCompared) {
+  CaseResult alone = timed_case("m/0", 2.0);
+  ReferenceTiming& reference = alone.performance->reference.emplace();
+  reference.kernel = "old";
+  reference.plant = "none";
+  reference.unavailable = "it did not run the case: head_dim 96 is not supported";
+  const BenchGate gate(std::nullopt, 0.03);
+  gate.judge(alone);
+  EXPECT_EQ(alone.status, CaseStatus::pass);
+  EXPECT_EQ(alone.performance->reference->comparison->verdict, PerformanceVerdict::not_in_baseline);
+  BenchReport report;
+  gate.tally({alone}, report);
+  EXPECT_EQ(report.not_in_baseline, 1);
+}
+
 }  // namespace
 }  // namespace attnfuzz

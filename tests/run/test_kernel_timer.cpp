@@ -12,6 +12,7 @@
 #include <chrono>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "case/attention_case.h"
 #include "kernels/kernel_registry.h"
@@ -92,37 +93,96 @@ TEST(KernelTimer, ARealKernelStopsOnceItsMedianIsKnownOrItsTimeIsSpent) {
   EXPECT_GT(performance.throughput_gflops, 0);
 }
 
-// The performance plant the gate is tested with: cpu_flash with slow_extra_pass is at least 15%
-// slower. Rounds of the two alternate, so that a machine busy with other tests slows both alike,
-// and the fastest round of each is compared: load only ever adds time, so the minimum is what the
-// kernel costs (a median ratio fell to 0.98 on a machine building and testing beside it).
-TEST(KernelTimer, TheSlowExtraPassPlantSlowsCpuFlashByMoreThanFifteenPercent) {
-  AttentionCase attention_case = small_case();
-  attention_case.seq_len_q = attention_case.seq_len_k = 192;
-  const AttentionProblem problem = problem_of(attention_case);
-  const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
+// Two host kernels writing which of them ran into one shared log, as the calls happened.
+class LoggingKernel : public CountingKernel {
+ public:
+  LoggingKernel(char mark, std::string& log, int fail_at = 0)
+      : CountingKernel(fail_at), mark_(mark), log_(log) {}
+  void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
+               PlantedBug plant) const override {
+    log_ += mark_;
+    CountingKernel::forward(problem, tensors, plant);
+  }
+
+ private:
+  char mark_;
+  std::string& log_;
+};
+
+class DeviceNamedKernel : public CountingKernel {
+ public:
+  ExecutionSite site() const override { return ExecutionSite::cuda_device; }
+};
+
+BenchSettings short_side_by_side() {
   BenchSettings settings;
   settings.rounds = 1;
   settings.seconds_per_case = 0.05;
-  TimingRounds plain, planted;
-  for (int round = 0; round < 10; ++round) {
-    plain.push_back(
-        time_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::none, settings).rounds_ms[0]);
-    planted.push_back(
-        time_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::slow_extra_pass, settings)
-            .rounds_ms[0]);
+  settings.warmup_seconds = 0;
+  return settings;
+}
+
+TEST(KernelTimer, SideBySideEachPairOfBlocksTimesBothKernelsAsOftenBackToBack) {
+  const AttentionProblem problem = problem_of(small_case());
+  const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
+  std::string log;
+  const LoggingKernel candidate('c', log), reference('r', log);
+  const BenchSettings settings = short_side_by_side();
+  const KernelPerformance performance =
+      time_side_by_side({&candidate, PlantedBug::none}, {&reference, PlantedBug::none}, problem,
+                        inputs, settings, 11);
+  ASSERT_TRUE(performance.reference);
+  EXPECT_EQ(performance.reference->kernel, "counting");
+  EXPECT_EQ(performance.reference->plant, "none");
+  EXPECT_EQ(performance.stopped_because, "side_by_side_blocks");
+  ASSERT_EQ(performance.rounds_ms.size(), 8u);
+  ASSERT_EQ(performance.reference->rounds_ms.size(), 8u);
+  const std::size_t per_block = performance.rounds_ms[0].size();
+  EXPECT_GE(per_block, 1u);
+  for (int block = 0; block < 8; ++block) {
+    EXPECT_EQ(performance.rounds_ms[block].size(), per_block);
+    EXPECT_EQ(performance.reference->rounds_ms[block].size(), per_block);
   }
-  const auto fastest = [](const TimingRounds& rounds) {
-    double least = std::numeric_limits<double>::infinity();
-    for (const auto& samples : rounds) {
-      for (const double sample : samples) least = std::min(least, sample);
-    }
-    return least;
-  };
-  const double fastest_plain = fastest(plain);
-  const double fastest_planted = fastest(planted);
-  EXPECT_GT(fastest_planted / fastest_plain, 1.15)
-      << "fastest rounds: " << fastest_plain << " ms plain, " << fastest_planted << " ms planted";
+  // Warm-up (each kernel its minimum), then the blocks: each a run of one kernel's calls, the two
+  // kernels' blocks of a pair next to each other, in an order drawn anew for each pair.
+  const std::size_t warmup = 2 * static_cast<std::size_t>(settings.min_warmup_runs);
+  ASSERT_EQ(log.size(), warmup + 16 * per_block);
+  EXPECT_EQ(log.substr(0, warmup), std::string(settings.min_warmup_runs, 'c') +
+                                       std::string(settings.min_warmup_runs, 'r'));
+  std::string pair_orders;
+  for (int pair = 0; pair < 8; ++pair) {
+    const std::string blocks = log.substr(warmup + 2 * pair * per_block, 2 * per_block);
+    const std::string first(per_block, blocks[0]), second(per_block, blocks[0] == 'c' ? 'r' : 'c');
+    EXPECT_EQ(blocks, first + second) << "pair " << pair;
+    pair_orders += blocks[0];
+  }
+  // Each order as often, each two pairs in opposite orders.
+  EXPECT_EQ(std::count(pair_orders.begin(), pair_orders.end(), 'c'), 4) << pair_orders;
+  for (int pair = 0; pair < 8; pair += 2) EXPECT_NE(pair_orders[pair], pair_orders[pair + 1]);
+  EXPECT_GT(performance.summary.median_ms, 0);
+  EXPECT_GT(performance.reference->summary.median_ms, 0);
+}
+
+TEST(KernelTimer, SideBySideAKernelThatFailsIsNamedAsTheCandidateOrTheReference) {
+  const AttentionProblem problem = problem_of(small_case());
+  const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
+  std::string log;
+  const LoggingKernel candidate('c', log), failing('r', log, /*fail_at=*/5);
+  try {
+    time_side_by_side({&candidate, PlantedBug::none}, {&failing, PlantedBug::none}, problem, inputs,
+                      short_side_by_side(), 1);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("the reference kernel counting: call 5 failed"));
+  }
+  const DeviceNamedKernel elsewhere;
+  try {
+    time_side_by_side({&candidate, PlantedBug::none}, {&elsewhere, PlantedBug::none}, problem,
+                      inputs, short_side_by_side(), 1);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("both run where the other does"));
+  }
 }
 
 TEST(KernelTimer, TheWorkCountsTheCausalHalfAndTheCompulsoryBytes) {
