@@ -52,16 +52,29 @@ void throw_on_fault(const TimedCalls& calls, const std::string& who) {
   }
 }
 
+// The warm-up's calls and their milliseconds.
+struct WarmUp {
+  int calls = 0;
+  double milliseconds = 0;
+};
+
+// Calls `call` until the BenchSettings' warm-up has both its calls and its seconds.
+WarmUp warm_up(const BenchSettings& settings, const std::function<double()>& call) {
+  WarmUp warm;
+  const auto started = std::chrono::steady_clock::now();
+  while (warm.calls < settings.min_warmup_runs ||
+         seconds_since(started) < settings.warmup_seconds) {
+    warm.milliseconds += call();
+    ++warm.calls;
+  }
+  return warm;
+}
+
 // Warms up, then calls side 0 until the BenchSettings' stopping rule says enough. Fills the
 // samples, warm-up count and stopping reason of `performance`.
 void measure(const BenchSettings& settings, const TimedCalls& calls,
              KernelPerformance& performance) {
-  const auto warmup_started = std::chrono::steady_clock::now();
-  while (performance.warmup_runs < settings.min_warmup_runs ||
-         seconds_since(warmup_started) < settings.warmup_seconds) {
-    calls.call(0);
-    ++performance.warmup_runs;
-  }
+  performance.warmup_runs += warm_up(settings, [&] { return calls.call(0); }).calls;
   const auto started = std::chrono::steady_clock::now();
   const double seconds_per_round = settings.seconds_per_case / std::max(settings.rounds, 1);
   std::vector<double>& samples = performance.rounds_ms.emplace_back();
@@ -113,20 +126,14 @@ void measure_side_by_side(const BenchSettings& settings, std::uint64_t order_see
       throw std::runtime_error(names[side] + error.what());
     }
   };
-  double warm_milliseconds[2] = {0, 0};
-  int warm_calls[2] = {0, 0};
+  WarmUp warm[2];
   for (int side = 0; side < 2; ++side) {
-    const auto warmup_started = std::chrono::steady_clock::now();
-    while (warm_calls[side] < settings.min_warmup_runs ||
-           seconds_since(warmup_started) < settings.warmup_seconds) {
-      warm_milliseconds[side] += call(side);
-      ++warm_calls[side];
-    }
+    warm[side] = warm_up(settings, [&] { return call(side); });
     throw_on_fault(calls, names[side]);
   }
-  performance.warmup_runs += warm_calls[0];
+  performance.warmup_runs += warm[0].calls;
   const double slower_call_ms =
-      std::max(warm_milliseconds[0] / warm_calls[0], warm_milliseconds[1] / warm_calls[1]);
+      std::max(warm[0].milliseconds / warm[0].calls, warm[1].milliseconds / warm[1].calls);
   const double round_ms = 1e3 * settings.seconds_per_case / std::max(settings.rounds, 1);
   const double fitting = round_ms / (2.0 * kBlocksPerRound * std::max(slower_call_ms, 1e-6));
   const int per_block = static_cast<int>(
