@@ -221,6 +221,11 @@ std::int64_t o_span(const AttentionProblem& problem) {
                    problem.head_dim);
 }
 
+std::int64_t output_trailing_guard_elements(const AttentionProblem& problem) {
+  return kOutputGuardElements + (problem.varlen_q ? problem.seq_len_q * problem.o_strides.seq : 0) +
+         std::max<std::int64_t>(0, q_span(problem) - o_span(problem));
+}
+
 namespace {
 
 // Elements K or V (at `strides`) spans: the page pool, the packed rows or the batch.

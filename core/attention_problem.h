@@ -292,6 +292,16 @@ struct AttentionTensors {
   float* lse = nullptr;  // [lse_span(problem)] when the problem returns the log-sum-exp
 };
 
+// The backward pass's own tensors, beside an AttentionTensors whose q, k, v, the forward's o and
+// lse (natural log, as the forward wrote them) and index arrays it reads: dO laid out as O, dQ as
+// Q, dK as K and dV as V.
+struct BackwardTensors {
+  const std::uint16_t* grad_output = nullptr;
+  std::uint16_t* dq = nullptr;
+  std::uint16_t* dk = nullptr;
+  std::uint16_t* dv = nullptr;
+};
+
 // `tensors` with the problem's own (host) index arrays.
 AttentionTensors with_index_arrays(AttentionTensors tensors, const AttentionProblem& problem);
 
@@ -319,6 +329,14 @@ std::int64_t k_span(const AttentionProblem& problem);
 std::int64_t v_span(const AttentionProblem& problem);
 std::int64_t o_span(const AttentionProblem& problem);
 std::int64_t lse_span(const AttentionProblem& problem);
+
+// The guard margins the harness leaves around the outputs, in elements: kOutputGuardElements
+// before O and on each side of the log-sum-exp (a few full rows, at least one 128-byte line); after
+// O, that and room for the writes of a kernel that misplaces O by a whole sequence (a varlen row
+// offset) or by wider strides than O's (Q's, in a packed QKV buffer), so that such a write is found
+// and named, never past the fence.
+inline constexpr std::int64_t kOutputGuardElements = 1024;
+std::int64_t output_trailing_guard_elements(const AttentionProblem& problem);
 
 // ALiBi's slopes for `heads` heads: 2^(-8 (h + 1) / heads), the paper's geometric sequence.
 std::vector<float> alibi_slopes_for(std::int64_t heads);

@@ -575,10 +575,10 @@ class CpuFlashKernel final : public AttentionKernel {
       key[k_span(problem) + kKeyWritePastEndElements - 1] = 0;  // in K's guard tail
     }
     if (writes_output_far_past_end(plant) && problem.query_rows() > 0) {
-      tensors.o[o_span(problem) - 1 + kFarPastEndElements] = tensors.o[0];
+      tensors.o[output_far_past_end_element(problem)] = tensors.o[0];
     }
     if (writes_lse_far_past_end(plant) && tensors.lse != nullptr && problem.query_rows() > 0) {
-      tensors.lse[lse_span(problem) - 1 + kFarPastEndElements] = 0.0f;
+      tensors.lse[lse_far_past_end_element(problem)] = 0.0f;
     }
     if (leaks_workspace(plant)) {
       // Kept where nothing frees it (and reachable, so no optimiser drops the allocation).

@@ -351,9 +351,16 @@ inline bool writes_inputs_before_computing(const AttentionProblem& problem,
 
 // ---- memory and time (host kernels) ----
 
-// How far past the last element of the output, or of the log-sum-exp, the store of
-// output_written_far_past_end (lse_written_far_past_end) lands: past any guard margin.
+// How far past the end of the guard margin after the output (after the log-sum-exp) the store of
+// output_written_far_past_end (lse_written_far_past_end) lands: past the page the margin ends in,
+// into the fence. The margin after O grows with the problem (a varlen sequence, Q's wider span).
 inline constexpr std::int64_t kFarPastEndElements = 4096;
+inline std::int64_t output_far_past_end_element(const AttentionProblem& problem) {
+  return o_span(problem) + output_trailing_guard_elements(problem) + kFarPastEndElements - 1;
+}
+inline std::int64_t lse_far_past_end_element(const AttentionProblem& problem) {
+  return lse_span(problem) + kOutputGuardElements + kFarPastEndElements - 1;
+}
 
 inline bool writes_output_far_past_end(PlantedBug plant) {
   return plant == PlantedBug::output_written_far_past_end;

@@ -116,11 +116,11 @@ namespace attnfuzz {
 // them, so only contained runs plant them.
 #define ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)                                                       \
   X(output_written_far_past_end,                                                                   \
-    "once the output is written, stores one element 4096 past the output's last element",          \
+    "once the output is written, stores one element 4096 past the guard margin after the output",  \
     "an output pointer advanced by the wrong stride for the last head or batch: a store far "      \
     "outside the tensor, into whatever the allocator put there")                                   \
   X(lse_written_far_past_end,                                                                      \
-    "once the log-sum-exp is written, stores one value 4096 past its last row",                    \
+    "once the log-sum-exp is written, stores one value 4096 past the guard margin after it",       \
     "the log-sum-exp indexed [head][batch] where [batch][head] was meant, on a buffer sized for "  \
     "one")                                                                                         \
   X(workspace_leaked_per_call,                                                                     \

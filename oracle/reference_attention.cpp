@@ -19,6 +19,7 @@
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
+#include "oracle/score_row.h"
 #include "oracle/single_threaded_blas.h"
 #include "oracle/softmax_row.h"
 #include "oracle/tensor_rows.h"
@@ -259,9 +260,7 @@ void softmax_rows(const AttentionProblem& problem, const RowBlock& where, Worksp
   resize_for_overwrite(work.probabilities, static_cast<std::size_t>(where.live_rows * keys));
   for (std::int64_t row = 0; row < where.live_rows; ++row) {
     const std::int64_t query = where.first_row + row;
-    KeyRange visible = problem.visible_keys_of(where.batch, query);
-    visible.first = std::clamp<std::int64_t>(visible.first, 0, keys);
-    visible.end = std::clamp<std::int64_t>(visible.end, visible.first, keys);
+    const KeyRange visible = visible_keys_within(problem, where.batch, query, keys);
     double* scores = &work.scores[row * keys];
     float* probabilities = &work.probabilities[row * keys];
     double inverse = 0.0;  // fully masked row: output 0, nothing to bound
@@ -269,16 +268,7 @@ void softmax_rows(const AttentionProblem& problem, const RowBlock& where, Worksp
     const std::int64_t count = visible.end - visible.first;
     if (count > 0) {
       double* seen = scores + visible.first;
-      if (problem.softcap > 0.0) {
-        for (std::int64_t j = 0; j < count; ++j) {
-          seen[j] = problem.softcap * std::tanh(seen[j] / problem.softcap);
-        }
-      }
-      if (problem.alibi) {
-        for (std::int64_t j = 0; j < count; ++j) {
-          seen[j] += problem.score_bias(where.batch, where.head, query, visible.first + j);
-        }
-      }
+      logits_from_scores(problem, where.batch, where.head, query, visible.first, count, seen);
       const double row_max = row_maximum(seen, count);
       const double sum = exponentiate_and_sum(seen, count, row_max);
       inverse = 1.0 / sum;

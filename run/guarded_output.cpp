@@ -23,11 +23,6 @@ GuardedOutput::GuardedOutput(const AttentionProblem& problem)
   }
 }
 
-std::int64_t GuardedOutput::trailing_guard_elements(const AttentionProblem& problem) {
-  return kGuardElements + (problem.varlen_q ? problem.seq_len_q * problem.o_strides.seq : 0) +
-         std::max<std::int64_t>(0, q_span(problem) - o_span(problem));
-}
-
 namespace {
 
 // A write past the margins that stopped short of the fence: nothing faulted, but the filler

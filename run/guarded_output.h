@@ -17,14 +17,11 @@ namespace attnfuzz {
 
 class GuardedOutput {
  public:
-  // Guard margin on each side, in elements: a few full rows, at least one 128-byte line. A packed
-  // (varlen) output's trailing margin also holds one longest sequence: a kernel that writes a
-  // sequence one sequence on writes there.
-  static constexpr std::int64_t kGuardElements = 1024;
-  // Elements checked after O's span: kGuardElements, and room for the writes of a kernel that
-  // misplaces O by a whole sequence (a varlen row offset) or by wider strides than O's (Q's, in a
-  // packed QKV buffer), so that such a write is found and named, never past the fence.
-  static std::int64_t trailing_guard_elements(const AttentionProblem& problem);
+  // The margins of core/attention_problem.h (output_trailing_guard_elements after O).
+  static constexpr std::int64_t kGuardElements = kOutputGuardElements;
+  static std::int64_t trailing_guard_elements(const AttentionProblem& problem) {
+    return output_trailing_guard_elements(problem);
+  }
 
   explicit GuardedOutput(const AttentionProblem& problem);
 

@@ -34,12 +34,12 @@ struct ContainmentPlant {
 };
 
 constexpr ContainmentPlant kContainmentPlants[] = {
-    // A dense case's store faults at the fence ("wrote element 4159 of the output O"); a packed
-    // one's lands in its wider margin ("write past the end of the output"). The edges are dense.
+    // The store lands past the guard margin after O however wide the case makes it (a packed
+    // output's holds a sequence more): every case's faults at the fence, naming the element.
     {"output_written_far_past_end", "edges.json", "", "of the output",
-     "crashed: the kernel wrote element 18559 of the output O"},
+     "crashed: the kernel wrote element 19583 of the output O"},
     {"lse_written_far_past_end", "variants.json", "", "of the log-sum-exp output",
-     "crashed: the kernel wrote element 4871 of the log-sum-exp output"},
+     "crashed: the kernel wrote element 5895 of the log-sum-exp output"},
     {"workspace_leaked_per_call", "edges.json", "--memory-limit 1024",
      "leaks: the worker's resident memory grew by about",
      "leaks: the worker's resident memory grew by about"},

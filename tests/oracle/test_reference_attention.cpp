@@ -12,6 +12,7 @@
 #include "case/attention_case.h"
 #include "case/data_distribution.h"
 #include "fuzz/case_generator.h"
+#include "support/dense_case.h"
 
 namespace attnfuzz {
 namespace {
@@ -319,15 +320,6 @@ NaiveRow naive_row(const AttentionCase& c, const AttentionProblem& dense,
     }
   }
   return row;
-}
-
-AttentionCase dense_version(AttentionCase c) {
-  c.seq_lens_q.clear();
-  c.seq_lens_k.clear();
-  c.page_size = 0;
-  c.layout = Layout::bshd;
-  c.row_padding = 0;
-  return c;
 }
 
 // The oracle's output, log-sum-exp and rows past each sequence's end against the naive loop.

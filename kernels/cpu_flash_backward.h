@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// cpu_flash's backward pass: a CPU twin of FlashAttention-2's backward algorithm.
+#pragma once
+
+#include "core/attention_problem.h"
+
+namespace attnfuzz {
+
+// Computes dQ, dK and dV of `problem` (not paged) into `gradients` from the inputs, the forward's
+// O and log-sum-exp (tensors.o, tensors.lse) and dO. Throws std::invalid_argument for a paged
+// problem or a missing log-sum-exp.
+void cpu_flash_backward(const AttentionProblem& problem, const AttentionTensors& tensors,
+                        const BackwardTensors& gradients);
+
+}  // namespace attnfuzz

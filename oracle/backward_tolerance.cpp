@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The backward pass's bound (docs/tolerance.md, "The backward pass"). With u the dtype's unit
+// roundoff, eta half its smallest subnormal, g(n) = gamma(n) of fp32, and per query row i:
+//   e_i     = dS_i + 4 u32 (|s|_i + |bias|_i + |L_i| + 1)       exponent of P = exp(s - L)
+//   eps_P,i = expm1(e_i)                                          P's relative error
+//   eps_T,i = 0.77 g(D + 2) |s|_i / softcap + 2^-9 + 2 u32        1 - tanh^2's (soft-capped)
+//   kappa_i = eps_P + (1 + eps_P)(1 + g(3))(1 + eps_T)(2 g(D + 1)(1 + u) + u + eps_T + g(3))
+//   kappa'  = kappa + u (1 + kappa)                               dS rounded to the dtype
+// |dS'_ij - dS_ij| <= kappa'_i w_ij + eta, and each gradient is an fp32 sum of n such terms:
+//   dQ: E = (kappa'(1 + g) + g) dq_magnitude + eta (1 + g) scale sum_j |K_jd|, g = g(Sk + 2)
+//   dK: the same with dk_magnitude, sum_i |Q_id|, g = g(rows of the group + 2), kappa' the
+//       group's largest
+//   dV: rho = eps_P + u (1 + eps_P) (P rounded), E = (rho (1 + g) + g) dv_magnitude
+//       + eta (1 + g) sum_i |dO_id|
+// dK and dV of a GQA group add each head's part rounded to the dtype: u (1 + E/magnitude) of the
+// magnitude, and eta per head. Then allowed = E + u (|grad| + E) + eta, the final rounding.
+#include "oracle/backward_tolerance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/dtype.h"
+#include "oracle/tolerance_terms.h"
+
+namespace attnfuzz {
+namespace {
+
+double gamma(double terms) {
+  const double nu = terms * kFloat32UnitRoundoff;
+  return nu / (1.0 - nu);
+}
+
+// The largest |t''| of t(x) = 1 - tanh^2(x): 4 / (3 sqrt(3)) = 0.7698..., rounded up.
+constexpr double kSoftcapSlopeChange = 0.77;
+
+constexpr double kFloat32Largest = 0x1.fffffep127;
+
+}  // namespace
+
+std::string_view gradient_tensor_name(GradientTensor tensor) {
+  switch (tensor) {
+    case GradientTensor::dq:
+      return "dQ";
+    case GradientTensor::dk:
+      return "dK";
+    case GradientTensor::dv:
+      return "dV";
+  }
+  return "?";
+}
+
+BackwardBound::BackwardBound(const AttentionProblem& problem, const ReferenceAttention& forward,
+                             const ReferenceGradients& gradients)
+    : problem_(problem), gradients_(gradients) {
+  const DtypeTraits& traits = traits_of(problem.dtype);
+  unit_roundoff_ = traits.unit_roundoff();
+  half_subnormal_ = traits.min_subnormal / 2.0;
+  const double u = unit_roundoff_;
+  const double u32 = kFloat32UnitRoundoff;
+  const DeclaredNumerics fp32_accumulation;
+  const ToleranceTerms terms(problem, fp32_accumulation);
+  const auto dim = static_cast<double>(problem.head_dim);
+  const double rows = static_cast<double>(forward.score_scale.size());
+  probability_error_.assign(static_cast<std::size_t>(rows), 0.0);
+  score_gradient_error_.assign(static_cast<std::size_t>(rows), 0.0);
+  group_probability_error_.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads), 0.0);
+  group_score_gradient_error_.assign(group_probability_error_.size(), 0.0);
+  const double product_gamma = gamma(3.0);
+  const double sum_gamma = gamma(dim + 1.0);
+  for (std::int64_t row = 0; row < static_cast<std::int64_t>(rows); ++row) {
+    const double lse = forward.log_sum_exp[row];
+    if (!std::isfinite(lse)) continue;  // the row sees no key: P = 0 exactly
+    const double score_scale = forward.score_scale[row];
+    const double bias_scale = forward.bias_scale[row];
+    const double capped =
+        problem.softcap > 0.0 ? std::min(problem.softcap, score_scale) : score_scale;
+    const double exponent = terms.score_error(score_scale, bias_scale) +
+                            4.0 * u32 * (capped + bias_scale + std::fabs(lse) + 1.0);
+    const double probability = std::expm1(exponent);
+    const double slope = problem.softcap > 0.0 ? kSoftcapSlopeChange * terms.score_gamma *
+                                                         score_scale / problem.softcap +
+                                                     2.0 * kSoftcapRelativeError + 2.0 * u32
+                                               : 0.0;
+    const double kappa =
+        probability + (1.0 + probability) * (1.0 + product_gamma) * (1.0 + slope) *
+                          (2.0 * sum_gamma * (1.0 + u) + u + slope + product_gamma);
+    probability_error_[row] = probability;
+    score_gradient_error_[row] = kappa;
+    const std::int64_t head = (row / problem.seq_len_q) % problem.heads;
+    const std::int64_t batch = row / (problem.seq_len_q * problem.heads);
+    const std::size_t group =
+        static_cast<std::size_t>(batch * problem.kv_heads + head / problem.group_size());
+    group_probability_error_[group] = std::max(group_probability_error_[group], probability);
+    group_score_gradient_error_[group] = std::max(group_score_gradient_error_[group], kappa);
+    const double range = traits.max_finite / 2.0;
+    if (why_not_judgeable_.empty() &&
+        !(gradients.largest_weight[row] * (1.0 + kappa) * (1.0 + u) < range &&
+          gradients.gradient_scale[row] < kFloat32Largest / 4.0)) {
+      std::ostringstream why;
+      why << "query row " << row % problem.seq_len_q << " of head " << head << ", batch " << batch
+          << ": its dS may reach " << gradients.largest_weight[row] << " (and dO V^T "
+          << gradients.gradient_scale[row] << "), past half of what " << traits.name
+          << " holds: a correct kernel may overflow there";
+      why_not_judgeable_ = why.str();
+    }
+    if (why_not_judgeable_.empty() && kappa + u * (1.0 + kappa) > 0.25) {
+      std::ostringstream why;
+      why << "query row " << row % problem.seq_len_q << " of head " << head << ", batch " << batch
+          << ": its scores' rounding (up to " << exponent
+          << " in an exponent) lets each dS move by " << kappa
+          << " of its scale, more than 1/4: no gradient of it can be judged";
+      why_not_judgeable_ = why.str();
+    }
+  }
+  if (why_not_judgeable_.empty()) check_magnitudes_in_range(traits.max_finite / 2.0);
+}
+
+void BackwardBound::check_magnitudes_in_range(double range) {
+  const struct {
+    GradientTensor tensor;
+    const LargeBuffer<double>& magnitude;
+    const LargeBuffer<double>& gradient;
+  } tensors[] = {{GradientTensor::dq, gradients_.dq_magnitude, gradients_.dq},
+                 {GradientTensor::dk, gradients_.dk_magnitude, gradients_.dk},
+                 {GradientTensor::dv, gradients_.dv_magnitude, gradients_.dv}};
+  for (const auto& tensor : tensors) {
+    for (std::size_t index = 0; index < tensor.magnitude.size(); ++index) {
+      // Not below: NaN (an overflowed oracle) fails too.
+      if (tensor.magnitude[index] < range && std::isfinite(tensor.gradient[index])) continue;
+      why_not_judgeable_ = std::string(gradient_tensor_name(tensor.tensor)) + " element " +
+                           std::to_string(index) + " sums terms up to " +
+                           std::to_string(tensor.magnitude[index]) +
+                           ", past half of what the dtype holds: a correct kernel may overflow";
+      return;
+    }
+  }
+}
+
+double BackwardBound::allowed(GradientTensor tensor, std::int64_t index) const {
+  const double u = unit_roundoff_;
+  const double eta = half_subnormal_;
+  const std::int64_t dim = problem_.head_dim;
+  const std::int64_t row = index / dim;
+  const std::int64_t d = index % dim;
+  double gradient = 0.0, before_rounding = 0.0;
+  if (tensor == GradientTensor::dq) {
+    const std::int64_t batch = row / (problem_.seq_len_q * problem_.heads);
+    const std::int64_t kv_head =
+        (row / problem_.seq_len_q) % problem_.heads / problem_.group_size();
+    const double kappa = score_gradient_error_[row];
+    const double rounded = kappa + u * (1.0 + kappa);
+    const double g = gamma(static_cast<double>(problem_.seq_len_k_of(batch)) + 2.0);
+    gradient = gradients_.dq[index];
+    before_rounding = (rounded * (1.0 + g) + g) * gradients_.dq_magnitude[index] +
+                      eta * (1.0 + g) * problem_.softmax_scale *
+                          gradients_.key_abs_sum[(batch * problem_.kv_heads + kv_head) * dim + d];
+  } else {
+    const std::int64_t group = row / problem_.seq_len_k;  // batch * kv_heads + kv_head
+    const std::int64_t batch = group / problem_.kv_heads;
+    const double terms =
+        static_cast<double>(problem_.seq_len_q_of(batch) * problem_.group_size()) + 2.0;
+    const double g = gamma(terms);
+    double relative = 0.0, magnitude = 0.0, absolute = 0.0;
+    if (tensor == GradientTensor::dk) {
+      const double kappa = group_score_gradient_error_[group];
+      relative = kappa + u * (1.0 + kappa);
+      magnitude = gradients_.dk_magnitude[index];
+      absolute = problem_.softmax_scale * gradients_.query_abs_sum[group * dim + d];
+      gradient = gradients_.dk[index];
+    } else {
+      const double probability = group_probability_error_[group];
+      relative = probability + u * (1.0 + probability);
+      magnitude = gradients_.dv_magnitude[index];
+      absolute = gradients_.grad_output_abs_sum[group * dim + d];
+      gradient = gradients_.dv[index];
+    }
+    const double summed = (relative * (1.0 + g) + g) * magnitude + eta * (1.0 + g) * absolute;
+    before_rounding = summed;
+    if (problem_.group_size() > 1) {  // each head's part rounded before the group's sum
+      before_rounding +=
+          u * (magnitude + summed) + eta * static_cast<double>(problem_.group_size());
+    }
+  }
+  return before_rounding + u * (std::fabs(gradient) + before_rounding) + eta;
+}
+
+}  // namespace attnfuzz
