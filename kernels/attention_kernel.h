@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,21 @@ class AttentionKernel {
   // Computes O for `problem`. Throws std::runtime_error with a message when it cannot.
   virtual void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                        PlantedBug plant) const = 0;
+
+  // Whether the kernel has a backward pass for `problem`; the default: none.
+  virtual SupportVerdict backward_support(const AttentionProblem& problem) const {
+    (void)problem;
+    return SupportVerdict::no(std::string(name()) + " has no backward pass");
+  }
+  // Computes dQ, dK and dV (`gradients`) from the inputs, the forward's O and log-sum-exp
+  // (tensors.o, tensors.lse: the harness hands the float64 forward's, rounded, as
+  // docs/tolerance.md's backward bound assumes) and dO. Called only where backward_support()
+  // says yes. Throws std::runtime_error with a message when it cannot.
+  virtual void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
+                        const BackwardTensors& gradients, PlantedBug plant) const {
+    (void)problem, (void)tensors, (void)gradients, (void)plant;
+    throw std::logic_error(std::string(name()) + " has no backward pass");
+  }
 
   // True when a row's arithmetic does not depend on the problem's other dimensions (batch, heads,
   // kv heads): then two problems that differ only there give the same bits, and properties that

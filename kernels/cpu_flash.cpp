@@ -39,6 +39,7 @@
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
+#include "kernels/cpu_flash_backward.h"
 #include "kernels/flash_plant_rules.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
@@ -533,6 +534,17 @@ class CpuFlashKernel final : public AttentionKernel {
       return SupportVerdict::no(no_tile_config_reason(name(), problem.head_dim));
     }
     return SupportVerdict::yes();
+  }
+
+  SupportVerdict backward_support(const AttentionProblem& problem) const override {
+    if (problem.paged()) return SupportVerdict::no("cpu_flash's backward has no paged K/V");
+    return supports(problem);
+  }
+
+  void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
+                const BackwardTensors& gradients, PlantedBug plant) const override {
+    (void)plant;  // the backward's plants are its own (none yet)
+    cpu_flash_backward(problem, tensors, gradients);
   }
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,

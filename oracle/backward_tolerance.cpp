@@ -68,6 +68,7 @@ BackwardBound::BackwardBound(const AttentionProblem& problem, const ReferenceAtt
   group_score_gradient_error_.assign(group_probability_error_.size(), 0.0);
   const double product_gamma = gamma(3.0);
   const double sum_gamma = gamma(dim + 1.0);
+  std::string why_out_of_range, why_spread;
   for (std::int64_t row = 0; row < static_cast<std::int64_t>(rows); ++row) {
     const double lse = forward.log_sum_exp[row];
     if (!std::isfinite(lse)) continue;  // the row sees no key: P = 0 exactly
@@ -93,30 +94,34 @@ BackwardBound::BackwardBound(const AttentionProblem& problem, const ReferenceAtt
         static_cast<std::size_t>(batch * problem.kv_heads + head / problem.group_size());
     group_probability_error_[group] = std::max(group_probability_error_[group], probability);
     group_score_gradient_error_[group] = std::max(group_score_gradient_error_[group], kappa);
-    const double range = traits.max_finite / 2.0;
-    if (why_not_judgeable_.empty() &&
-        !(gradients.largest_weight[row] * (1.0 + kappa) * (1.0 + u) < range &&
-          gradients.gradient_scale[row] < kFloat32Largest / 4.0)) {
+    // Not below (rather than above): NaN, an overflowed oracle's, is out of range too.
+    const double largest_score_gradient = gradients.largest_weight[row] * (1.0 + kappa) * (1.0 + u);
+    const bool row_in_range = largest_score_gradient < traits.max_finite / 2.0 &&
+                              gradients.gradient_scale[row] < kFloat32Largest / 4.0;
+    if (!row_in_range && in_range_) {
       std::ostringstream why;
       why << "query row " << row % problem.seq_len_q << " of head " << head << ", batch " << batch
-          << ": its dS may reach " << gradients.largest_weight[row] << " (and dO V^T "
+          << ": a kernel's dS may reach " << largest_score_gradient << " (and dO V^T "
           << gradients.gradient_scale[row] << "), past half of what " << traits.name
           << " holds: a correct kernel may overflow there";
-      why_not_judgeable_ = why.str();
+      why_out_of_range = why.str();
+      in_range_ = false;
     }
-    if (why_not_judgeable_.empty() && kappa + u * (1.0 + kappa) > 0.25) {
+    if (!(kappa + u * (1.0 + kappa) <= 0.25) && why_spread.empty()) {
       std::ostringstream why;
       why << "query row " << row % problem.seq_len_q << " of head " << head << ", batch " << batch
           << ": its scores' rounding (up to " << exponent
           << " in an exponent) lets each dS move by " << kappa
           << " of its scale, more than 1/4: no gradient of it can be judged";
-      why_not_judgeable_ = why.str();
+      why_spread = why.str();
     }
   }
-  if (why_not_judgeable_.empty()) check_magnitudes_in_range(traits.max_finite / 2.0);
+  if (in_range_) why_out_of_range = first_magnitude_out_of_range(traits.max_finite / 2.0);
+  in_range_ = why_out_of_range.empty();
+  why_not_judgeable_ = in_range_ ? why_spread : why_out_of_range;
 }
 
-void BackwardBound::check_magnitudes_in_range(double range) {
+std::string BackwardBound::first_magnitude_out_of_range(double range) const {
   const struct {
     GradientTensor tensor;
     const LargeBuffer<double>& magnitude;
@@ -128,13 +133,13 @@ void BackwardBound::check_magnitudes_in_range(double range) {
     for (std::size_t index = 0; index < tensor.magnitude.size(); ++index) {
       // Not below: NaN (an overflowed oracle) fails too.
       if (tensor.magnitude[index] < range && std::isfinite(tensor.gradient[index])) continue;
-      why_not_judgeable_ = std::string(gradient_tensor_name(tensor.tensor)) + " element " +
-                           std::to_string(index) + " sums terms up to " +
-                           std::to_string(tensor.magnitude[index]) +
-                           ", past half of what the dtype holds: a correct kernel may overflow";
-      return;
+      return std::string(gradient_tensor_name(tensor.tensor)) + " element " +
+             std::to_string(index) + " sums terms up to " +
+             std::to_string(tensor.magnitude[index]) +
+             ", past half of what the dtype holds: a correct kernel may overflow";
     }
   }
+  return "";
 }
 
 double BackwardBound::allowed(GradientTensor tensor, std::int64_t index) const {

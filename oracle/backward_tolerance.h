@@ -39,6 +39,10 @@ class BackwardBound {
   // why_not_judgeable() names the first row or element that is not.
   bool judgeable() const { return why_not_judgeable_.empty(); }
   const std::string& why_not_judgeable() const { return why_not_judgeable_; }
+  // Whether every dS and gradient stays in the dtype's range, the part of judgeable() without
+  // which not even a failure means anything (a correct kernel may overflow there). Past only
+  // kappa's limit the bound is still an upper bound: an element beyond it is a sound failure.
+  bool in_range() const { return in_range_; }
 
   // kappa_i: the relative error, against its weight w_ij, of each dS_ij of query row i
   // ([batch][heads][seq_len_q]) before dS is rounded; and P's own relative error.
@@ -55,8 +59,10 @@ class BackwardBound {
   std::vector<double> group_probability_error_;     // [batch][kv_heads]
   std::vector<double> group_score_gradient_error_;  // [batch][kv_heads]
   std::string why_not_judgeable_;
+  bool in_range_ = true;
 
-  void check_magnitudes_in_range(double range);
+  // The first gradient element whose terms reach `range` (or whose oracle overflowed); "" if none.
+  std::string first_magnitude_out_of_range(double range) const;
 };
 
 }  // namespace attnfuzz

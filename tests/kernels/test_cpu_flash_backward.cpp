@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// cpu_flash's backward against the float64 gradients under the derived bound (BackwardBound), on
-// random cases of every variant but paged K/V, handed O and the log-sum-exp from the float64
-// forward as the harness hands them; and the bound is tight enough to see a backward that drops
-// the rowsum(dO * O) term.
-#include "kernels/cpu_flash_backward.h"
+// cpu_flash's backward (kernels/cpu_flash_backward.cpp) against the float64 gradients under the
+// derived bound (BackwardBound), on random cases of every variant but paged K/V, handed O and the
+// log-sum-exp from the float64 forward as the harness hands them; and the bound is tight enough to
+// see a backward that drops the rowsum(dO * O) term.
+#include "kernels/kernel_registry.h"
+#include "support/backward_fixture.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -11,135 +12,29 @@
 #include <cmath>
 #include <vector>
 
-#include "case/attention_case.h"
-#include "case/data_distribution.h"
 #include "fuzz/case_generator.h"
 #include "kernels/flash_tile_traits.h"
-#include "oracle/backward_tolerance.h"
-#include "oracle/reference_attention.h"
-#include "oracle/reference_backward.h"
-#include "oracle/tensor_rows.h"
 
 namespace attnfuzz {
 namespace {
 
-struct BackwardRun {
-  AttentionProblem problem;
-  AttentionInputs inputs;
-  std::vector<std::uint16_t> output, grad_output, dq, dk, dv;
-  std::vector<float> lse;
-  ReferenceAttention forward;
-  ReferenceGradients gradients;
-};
-
-// The case's inputs, dO drawn from its distribution (Q's draw of another seed, placed as O), the
-// float64 forward and gradients, and O and the log-sum-exp rounded from them as a harness hands
-// them to a backward.
-BackwardRun prepare(AttentionCase c) {
-  c.return_lse = true;
-  BackwardRun run;
-  run.problem = problem_of(c);
-  const AttentionProblem& problem = run.problem;
-  run.inputs = generate_inputs(problem, c.data, c.seed);
-  const AttentionInputs drawn = generate_inputs(problem, c.data, c.seed ^ 0x9e3779b97f4a7c15ull);
-  const AttentionTensors tensors = with_index_arrays(
-      {run.inputs.q.data(), run.inputs.k.data(), run.inputs.v.data(), nullptr}, problem);
-  run.forward = reference_attention(problem, tensors);
-  run.output.assign(static_cast<std::size_t>(o_span(problem)), 0);
-  run.grad_output.assign(run.output.size(), 0);
-  run.lse.assign(static_cast<std::size_t>(lse_span(problem)), 0.0f);
-  for (std::int64_t b = 0; b < problem.batch; ++b) {
-    for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
-      for (std::int64_t h = 0; h < problem.heads; ++h) {
-        const std::int64_t row = (b * problem.heads + h) * problem.seq_len_q + i;
-        std::uint16_t* out = output_row(problem, run.output.data(), b, i, h);
-        std::uint16_t* grad = output_row(problem, run.grad_output.data(), b, i, h);
-        const std::uint16_t* drawn_row =
-            query_row(problem, {drawn.q.data(), drawn.k.data(), drawn.v.data(), nullptr}, b, i, h);
-        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
-          out[d] = float_to_dtype(
-              static_cast<float>(run.forward.output[row * problem.head_dim + d]), problem.dtype);
-          grad[d] = drawn_row[d];
-        }
-        run.lse[problem.lse_offset(b, i, h)] = static_cast<float>(run.forward.log_sum_exp[row]);
-      }
-    }
-  }
-  run.gradients = reference_backward(problem, tensors, run.grad_output.data());
-  run.dq.assign(static_cast<std::size_t>(q_span(problem)), 0);
-  run.dk.assign(static_cast<std::size_t>(k_span(problem)), 0);
-  run.dv.assign(static_cast<std::size_t>(v_span(problem)), 0);
-  return run;
-}
-
-void run_backward(BackwardRun& run) {
-  AttentionTensors tensors = with_index_arrays(
-      {run.inputs.q.data(), run.inputs.k.data(), run.inputs.v.data(), run.output.data()},
-      run.problem);
-  tensors.lse = run.lse.data();
-  cpu_flash_backward(run.problem, tensors,
-                     {run.grad_output.data(), run.dq.data(), run.dk.data(), run.dv.data()});
-}
-
-// The largest |error| / bound over every gradient element that exists.
-double worst_bound_ratio(const BackwardRun& run, std::string* where = nullptr) {
-  const AttentionProblem& problem = run.problem;
-  const BackwardBound bound(problem, run.forward, run.gradients);
-  const std::int64_t dim = problem.head_dim;
-  double worst = 0.0;
-  const auto check = [&](GradientTensor tensor, const LargeBuffer<double>& expected,
-                         const std::uint16_t* actual, std::int64_t index) {
-    const double error = std::fabs(dtype_to_float(*actual, problem.dtype) - expected[index]);
-    const double ratio = error / bound.allowed(tensor, index);
-    if (!(ratio <= worst)) {
-      worst = std::isnan(ratio) ? INFINITY : ratio;
-      if (where != nullptr) {
-        *where = std::string(gradient_tensor_name(tensor)) + " element " + std::to_string(index);
-      }
-    }
-  };
-  for (std::int64_t b = 0; b < problem.batch; ++b) {
-    for (std::int64_t h = 0; h < problem.heads; ++h) {
-      for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
-        const std::int64_t row = (b * problem.heads + h) * problem.seq_len_q + i;
-        const std::uint16_t* dq =
-            run.dq.data() + problem.q_row_offset(b, i) + h * problem.q_strides.head;
-        for (std::int64_t d = 0; d < dim; ++d) {
-          check(GradientTensor::dq, run.gradients.dq, dq + d, row * dim + d);
-        }
-      }
-    }
-    for (std::int64_t g = 0; g < problem.kv_heads; ++g) {
-      for (std::int64_t j = 0; j < problem.seq_len_k_of(b); ++j) {
-        const std::int64_t row = (b * problem.kv_heads + g) * problem.seq_len_k + j;
-        const std::uint16_t* dk =
-            run.dk.data() + problem.k_row_offset(b, j) + g * problem.k_strides.head;
-        const std::uint16_t* dv =
-            run.dv.data() + problem.v_row_offset(b, j) + g * problem.v_strides.head;
-        for (std::int64_t d = 0; d < dim; ++d) {
-          check(GradientTensor::dk, run.gradients.dk, dk + d, row * dim + d);
-          check(GradientTensor::dv, run.gradients.dv, dv + d, row * dim + d);
-        }
-      }
-    }
-  }
-  return worst;
+void run_backward(BackwardFixture& run) {
+  cpu_flash_kernel().backward(run.problem, run.tensors(), run.backward_tensors(), PlantedBug::none);
 }
 
 RC_GTEST_PROP(CpuFlashBackward, EveryGradientElementIsWithinTheDerivedBound, ()) {
   AttentionCase c = *with_variants(small_case({.max_seq_len = 96, .distributions = {}}));
   c.page_size = 0;  // the backward has no paged K/V
   RC_PRE(find_tile_config(c.head_dim) != nullptr);
-  BackwardRun run = prepare(c);
+  BackwardFixture run(c);
   RC_PRE(BackwardBound(run.problem, run.forward, run.gradients).judgeable());
   run_backward(run);
-  std::string where;
-  const double ratio = worst_bound_ratio(run, &where);
-  RC_ASSERT_FALSE(ratio > 1.0);
+  const GradientComparison comparison = run.compare();
+  RC_ASSERT(comparison.passed);
+  const double ratio = comparison.bound_ratio;
   RC_TAG(ratio > 0.5    ? "worst ratio 1/2 to 1"
          : ratio > 0.25 ? "worst ratio 1/4 to 1/2"
                         : "worst ratio at most 1/4");
-  if (ratio > 1.0) RC_LOG() << describe_case(c) << ": " << where << " ratio " << ratio;
 }
 
 // FlashAttention's order for a GQA group: K and V expanded to every query head, each head's dK and
@@ -153,7 +48,7 @@ RC_GTEST_PROP(CpuFlashBackward, AGroupSummedFromHeadsRoundedToTheDtypeIsWithinTh
   c.placement = Placement::shared;  // Q and O keep their strides when K and V gain heads
   c.causal = *rc::gen::arbitrary<bool>();
   RC_PRE(find_tile_config(c.head_dim) != nullptr);
-  BackwardRun run = prepare(c);
+  BackwardFixture run(c);
   RC_PRE(BackwardBound(run.problem, run.forward, run.gradients).judgeable());
   run_backward(run);  // the grouped run, for its dQ
 
@@ -180,7 +75,9 @@ RC_GTEST_PROP(CpuFlashBackward, AGroupSummedFromHeadsRoundedToTheDtypeIsWithinTh
   AttentionTensors tensors =
       with_index_arrays({run.inputs.q.data(), k.data(), v.data(), run.output.data()}, expanded);
   tensors.lse = run.lse.data();
-  cpu_flash_backward(expanded, tensors, {run.grad_output.data(), dq.data(), dk.data(), dv.data()});
+  cpu_flash_kernel().backward(expanded, tensors,
+                              {run.grad_output.data(), dq.data(), dk.data(), dv.data()},
+                              PlantedBug::none);
   // Each head's dK and dV, already rounded to the dtype, summed over the group and rounded again.
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
@@ -201,10 +98,9 @@ RC_GTEST_PROP(CpuFlashBackward, AGroupSummedFromHeadsRoundedToTheDtypeIsWithinTh
       }
     }
   }
-  std::string where;
-  const double ratio = worst_bound_ratio(run, &where);
-  if (ratio > 1.0) RC_LOG() << describe_case(c) << ": " << where << " ratio " << ratio;
-  RC_ASSERT_FALSE(ratio > 1.0);
+  const GradientComparison comparison = run.compare();
+  RC_LOG() << comparison.reason;
+  RC_ASSERT(comparison.passed);
 }
 
 TEST(CpuFlashBackward, ABackwardWithoutTheRowsumTermIsFarOutsideTheBound) {
@@ -217,12 +113,14 @@ TEST(CpuFlashBackward, ABackwardWithoutTheRowsumTermIsFarOutsideTheBound) {
   c.seq_len_k = 90;
   c.head_dim = 64;
   c.causal = true;
-  BackwardRun run = prepare(c);
+  BackwardFixture run(c);
   run_backward(run);
-  EXPECT_LE(worst_bound_ratio(run), 1.0);
+  EXPECT_TRUE(run.compare().passed) << run.compare().reason;
   std::fill(run.output.begin(), run.output.end(), std::uint16_t{0});
   run_backward(run);
-  EXPECT_GT(worst_bound_ratio(run), 10.0);
+  const GradientComparison dropped = run.compare();
+  EXPECT_TRUE(dropped.failed);
+  EXPECT_GT(dropped.bound_ratio, 10.0);
 }
 
 }  // namespace
