@@ -13,7 +13,13 @@
 // the gap that is the shapes' (a K of head_dim = 64 keeps DGEMM well below its square-matrix
 // rate) rather than the oracle's.
 //
-//   bench_oracle [--repeats N]
+// With --backward it compares the backward oracle (oracle/reference_backward.h) with the forward
+// one instead, side by side on each shape (GQA and MQA included: its work items are (batch, kv
+// head) pairs): the backward's rate counts 2.5 times the forward's operations (its five products
+// of the forward's two, FlashAttention's convention), and the goal is a rate within 2x of the
+// forward's (>= 0.50x).
+//
+//   bench_oracle [--repeats N] [--backward]
 #include <cblas.h>
 
 #include <algorithm>
@@ -30,6 +36,7 @@
 #include "core/clock.h"
 #include "core/parallel_for.h"
 #include "oracle/reference_attention.h"
+#include "oracle/reference_backward.h"
 
 namespace {
 
@@ -103,13 +110,76 @@ double bare_products_seconds(const attnfuzz::AttentionProblem& problem) {
   });
 }
 
+// The backward oracle beside the forward one, each repeat timing both on the same inputs.
+int compare_backward_with_forward(int repeats) {
+  using namespace attnfuzz;
+  std::printf("%-42s %10s %10s %14s\n", "shape", "forward s", "backward s", "rate vs fwd");
+  struct Shape {
+    std::int64_t batch, heads, kv_heads, seq_len, head_dim;
+    bool causal;
+  };
+  const Shape shapes[] = {{16, 8, 8, 512, 64, false},
+                          {4, 8, 8, 1024, 128, false},
+                          {4, 8, 8, 1024, 128, true},
+                          {4, 8, 2, 1024, 64, false},
+                          {1, 8, 1, 2048, 64, false}};
+  double worst = 1e9;
+  for (const Shape& shape : shapes) {
+    AttentionCase attention_case;
+    attention_case.batch = shape.batch;
+    attention_case.heads = shape.heads;
+    attention_case.kv_heads = shape.kv_heads;
+    attention_case.seq_len_q = attention_case.seq_len_k = shape.seq_len;
+    attention_case.head_dim = shape.head_dim;
+    attention_case.causal = shape.causal;
+    const AttentionProblem problem = problem_of(attention_case);
+    const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
+    const AttentionInputs grad_output = generate_inputs(problem, DataDistribution::normal, 2);
+    const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+    ReferenceAttention reference;
+    ReferenceGradients gradients;
+    const auto run_forward = [&] { reference_attention(problem, tensors, reference); };
+    // dO is Q's draw of another seed: O and Q share their shape and layout here.
+    const auto run_backward = [&] {
+      reference_backward(problem, tensors, grad_output.q.data(), gradients);
+    };
+    run_forward();  // warm-up
+    run_backward();
+    std::vector<double> forward_seconds, backward_seconds, rates;
+    for (int run = 0; run < repeats; ++run) {
+      forward_seconds.push_back(seconds_of(run_forward));
+      backward_seconds.push_back(seconds_of(run_backward));
+      rates.push_back(2.5 * forward_seconds.back() / backward_seconds.back());
+    }
+    const double rate = median(rates);
+    worst = std::min(worst, rate);
+    std::printf("%-42s %10.3f %10.3f %13.2fx\n", describe_shape(problem).c_str(),
+                median(forward_seconds), median(backward_seconds), rate);
+  }
+  std::printf(
+      "\nrate vs fwd: the backward oracle's operations per second (2.5 times the forward's\n"
+      "count) over the forward oracle's, median of the pairs.\n"
+      "worst backward / forward rate: %.2fx (goal >= 0.50x)\n",
+      worst);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace attnfuzz;
   int repeats = 5;
-  for (int arg = 1; arg + 1 < argc; ++arg) {
-    if (std::strcmp(argv[arg], "--repeats") == 0) repeats = std::max(1, std::atoi(argv[arg + 1]));
+  bool backward = false;
+  for (int arg = 1; arg < argc; ++arg) {
+    if (std::strcmp(argv[arg], "--backward") == 0) backward = true;
+    if (std::strcmp(argv[arg], "--repeats") == 0 && arg + 1 < argc) {
+      repeats = std::max(1, std::atoi(argv[arg + 1]));
+    }
+  }
+  if (backward) {
+    std::printf("backward oracle benchmark: %d threads, %s\n", default_thread_count(),
+                blas_description().c_str());
+    return compare_backward_with_forward(repeats);
   }
   std::printf("oracle benchmark: %d threads, %s\n", default_thread_count(),
               blas_description().c_str());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The float64 backward oracle. One work item per (batch, kv head): it widens that sequence's K and
-// V once, then walks each query head of the group in blocks of query rows, as the forward oracle
+// The float64 backward oracle. One work item per (batch, kv head), or per part of one when there
+// are too few of them to keep every thread busy (MQA, one long head): it widens that sequence's K
+// and V, then walks its query heads of the group in blocks of query rows, as the forward oracle
 // does:
 //   S  = scale Q K^T                DGEMM over the keys the block's last row can see
 //   P  = softmax(t(S))              soft-capped, biased, masked, normalised, in double
@@ -8,8 +9,10 @@
 //   dP = dO V^T                     DGEMM
 //   dS = P (dP - D) t'(S)           and the weights w of the magnitudes
 //   dV += P^T dO, dK += scale dS^T Q, dQ = scale dS K     DGEMMs; magnitudes alike on |.|
-// The item owns its kv head's dK and dV (no other item adds to them) and its heads' dQ rows, so
-// every element of the result is written by exactly one item and buffers may be reused.
+// A whole kv head's item owns its dK and dV and its heads' dQ rows, so every element of the
+// result is written by exactly one item and buffers may be reused; a part owns its blocks' dQ
+// rows and sums its share of dK and dV into a slot of its own, the slots added up in part order
+// afterwards (the same bits whatever the threads' timing).
 #include "oracle/reference_backward.h"
 
 #include <cblas.h>
@@ -241,51 +244,143 @@ void zero_query_rows(const AttentionProblem& problem, const KeyValueHead& item, 
   std::fill_n(gradients.largest_weight.begin() + base, rows, 0.0);
 }
 
-void store_key_value_gradients(const AttentionProblem& problem, const KeyValueHead& item,
-                               const Workspace& work, ReferenceGradients& gradients) {
+// Where an item's sums over K's rows go: the result's own arrays (the item is a whole kv head),
+// or its part's slot, added up with the other parts' afterwards ([seq_len_k][dim] each, then
+// [dim] each).
+struct KeySums {
+  double *dk, *dv, *dk_magnitude, *dv_magnitude;
+  double *query_abs_sum, *grad_output_abs_sum;
+};
+
+KeySums sums_in_result(const AttentionProblem& problem, const KeyValueHead& item,
+                       ReferenceGradients& gradients) {
+  const std::int64_t group = item.batch * problem.kv_heads + item.kv_head;
+  const std::int64_t rows = group * problem.seq_len_k * problem.head_dim;
+  const std::int64_t sums = group * problem.head_dim;
+  return {gradients.dk.data() + rows,
+          gradients.dv.data() + rows,
+          gradients.dk_magnitude.data() + rows,
+          gradients.dv_magnitude.data() + rows,
+          gradients.query_abs_sum.data() + sums,
+          gradients.grad_output_abs_sum.data() + sums};
+}
+
+// A part's slot: four [seq_len_k][dim] arrays, then two [dim] ones.
+std::int64_t part_slot_elements(const AttentionProblem& problem) {
+  return (4 * problem.seq_len_k + 2) * problem.head_dim;
+}
+KeySums sums_in_slot(const AttentionProblem& problem, double* slot) {
+  const std::int64_t rows = problem.seq_len_k * problem.head_dim;
+  return {slot,
+          slot + rows,
+          slot + 2 * rows,
+          slot + 3 * rows,
+          slot + 4 * rows,
+          slot + 4 * rows + problem.head_dim};
+}
+
+void store_key_sums(const AttentionProblem& problem, const KeyValueHead& item,
+                    const Workspace& work, const KeySums& to) {
   const std::int64_t dim = problem.head_dim;
-  const std::int64_t base = (item.batch * problem.kv_heads + item.kv_head) * problem.seq_len_k;
   const std::int64_t live = item.seq_k * dim;
   const std::int64_t all = problem.seq_len_k * dim;
-  const auto store = [&](const LargeBuffer<double>& from, LargeBuffer<double>& to) {
-    std::copy_n(from.begin(), live, to.begin() + base * dim);
-    std::fill_n(to.begin() + base * dim + live, all - live, 0.0);
+  const auto store = [&](const LargeBuffer<double>& from, double* out) {
+    std::copy_n(from.begin(), live, out);
+    std::fill_n(out + live, all - live, 0.0);
   };
-  store(work.dk, gradients.dk);
-  store(work.dv, gradients.dv);
-  store(work.dk_magnitude, gradients.dk_magnitude);
-  store(work.dv_magnitude, gradients.dv_magnitude);
+  store(work.dk, to.dk);
+  store(work.dv, to.dv);
+  store(work.dk_magnitude, to.dk_magnitude);
+  store(work.dv_magnitude, to.dv_magnitude);
+  std::copy_n(work.query_abs_sum.begin(), dim, to.query_abs_sum);
+  std::copy_n(work.grad_output_abs_sum.begin(), dim, to.grad_output_abs_sum);
+}
+
+void store_key_abs_sum(const AttentionProblem& problem, const KeyValueHead& item,
+                       const Workspace& work, ReferenceGradients& gradients) {
+  const std::int64_t dim = problem.head_dim;
   const std::int64_t sums = (item.batch * problem.kv_heads + item.kv_head) * dim;
   for (std::int64_t d = 0; d < dim; ++d) {
     double key_sum = 0.0;
     for (std::int64_t j = 0; j < item.seq_k; ++j) key_sum += work.key_abs[j * dim + d];
     gradients.key_abs_sum[sums + d] = key_sum;
-    gradients.query_abs_sum[sums + d] = work.query_abs_sum[d];
-    gradients.grad_output_abs_sum[sums + d] = work.grad_output_abs_sum[d];
   }
 }
 
-void backward_for_kv_head(const AttentionProblem& problem, const AttentionTensors& tensors,
-                          const std::uint16_t* grad_output, const KeyValueHead& item,
-                          Workspace& work, ReferenceGradients& gradients) {
+// Part `part` of `parts` of a kv head's work: its share of the group's (query head, block of
+// rows) pairs, head by head. Part 0 also zeroes the rows past the sequence's end.
+void backward_for_part(const AttentionProblem& problem, const AttentionTensors& tensors,
+                       const std::uint16_t* grad_output, const KeyValueHead& item,
+                       std::int64_t part, std::int64_t parts, Workspace& work,
+                       ReferenceGradients& gradients, const KeySums& sums) {
   const std::int64_t dim = problem.head_dim;
   widen_keys_and_values(problem, tensors, item, work);
   const double value_norm = largest_value_norm(item.seq_k, dim, work);
   const std::int64_t group = problem.group_size();
-  for (std::int64_t head = item.kv_head * group; head < (item.kv_head + 1) * group; ++head) {
-    zero_query_rows(problem, item, head, item.seq_q, gradients);
-    for (std::int64_t first = 0; first < item.seq_q; first += kRowsPerBlock) {
-      RowBlock block{head, first, std::min(kRowsPerBlock, item.seq_q - first), 0};
-      // Both ends of a row's keys move right as rows go down: the last row sees the furthest.
-      const KeyRange last = problem.visible_keys_of(item.batch, first + block.rows - 1);
-      block.keys = last.empty() ? 0 : last.end;
-      widen_query_rows(problem, tensors, grad_output, item, block, work);
-      probabilities_for_block(problem, item, block, work);
-      score_gradients_for_block(problem, item, block, value_norm, work, gradients);
-      accumulate_gradients_for_block(problem, item, block, work, gradients);
+  const std::int64_t first_head = item.kv_head * group;
+  if (part == 0) {
+    for (std::int64_t head = first_head; head < first_head + group; ++head) {
+      zero_query_rows(problem, item, head, item.seq_q, gradients);
     }
+    store_key_abs_sum(problem, item, work, gradients);
   }
-  store_key_value_gradients(problem, item, work, gradients);
+  const std::int64_t blocks = (item.seq_q + kRowsPerBlock - 1) / kRowsPerBlock;
+  const std::int64_t pairs = group * blocks;
+  for (std::int64_t pair = part * pairs / parts; pair < (part + 1) * pairs / parts; ++pair) {
+    const std::int64_t first = pair % blocks * kRowsPerBlock;
+    RowBlock block{first_head + pair / blocks, first, std::min(kRowsPerBlock, item.seq_q - first),
+                   0};
+    // Both ends of a row's keys move right as rows go down: the last row sees the furthest.
+    const KeyRange last = problem.visible_keys_of(item.batch, first + block.rows - 1);
+    block.keys = last.empty() ? 0 : last.end;
+    widen_query_rows(problem, tensors, grad_output, item, block, work);
+    probabilities_for_block(problem, item, block, work);
+    score_gradients_for_block(problem, item, block, value_norm, work, gradients);
+    accumulate_gradients_for_block(problem, item, block, work, gradients);
+  }
+  store_key_sums(problem, item, work, sums);
+}
+
+// Parts per kv head: enough items for every thread twice over when there are few (batch, kv head)
+// pairs (MQA, one long head), as long as the parts' slots stay within kMaxPartBytes.
+constexpr double kMaxPartBytes = 256.0 * (1 << 20);
+std::int64_t parts_per_kv_head(const AttentionProblem& problem, int threads) {
+  const std::int64_t kv_heads = problem.batch * problem.kv_heads;
+  const std::int64_t wanted = (2 * threads + kv_heads - 1) / kv_heads;
+  const std::int64_t pairs =
+      problem.group_size() * ((problem.seq_len_q + kRowsPerBlock - 1) / kRowsPerBlock);
+  const double slot_bytes = static_cast<double>(part_slot_elements(problem)) * sizeof(double);
+  const auto affordable = static_cast<std::int64_t>(kMaxPartBytes / (slot_bytes * kv_heads));
+  return std::max<std::int64_t>(1, std::min({wanted, pairs, affordable}));
+}
+
+// The parts' sums added up in part order, into the result.
+void add_up_parts(const AttentionProblem& problem, std::int64_t parts, LargeBuffer<double>& slots,
+                  ReferenceGradients& gradients, int threads) {
+  const std::int64_t slot = part_slot_elements(problem);
+  parallel_for(
+      problem.batch * problem.kv_heads,
+      [&](std::int64_t index) {
+        KeyValueHead item{index / problem.kv_heads, index % problem.kv_heads, 0, 0};
+        const KeySums to = sums_in_result(problem, item, gradients);
+        const std::int64_t rows = problem.seq_len_k * problem.head_dim;
+        const std::int64_t dim = problem.head_dim;
+        for (std::int64_t part = 0; part < parts; ++part) {
+          const KeySums from = sums_in_slot(problem, slots.data() + (index * parts + part) * slot);
+          // Part 0 is copied, the others added: the same order, so the same bits, on every run.
+          const auto add = [part](const double* values, std::int64_t count, double* sum) {
+            for (std::int64_t e = 0; e < count; ++e)
+              sum[e] = part == 0 ? values[e] : sum[e] + values[e];
+          };
+          add(from.dk, rows, to.dk);
+          add(from.dv, rows, to.dv);
+          add(from.dk_magnitude, rows, to.dk_magnitude);
+          add(from.dv_magnitude, rows, to.dv_magnitude);
+          add(from.query_abs_sum, dim, to.query_abs_sum);
+          add(from.grad_output_abs_sum, dim, to.grad_output_abs_sum);
+        }
+      },
+      threads);
 }
 
 }  // namespace
@@ -314,16 +409,33 @@ void reference_backward(const AttentionProblem& problem, const AttentionTensors&
        {&gradients.output_dot, &gradients.gradient_scale, &gradients.largest_weight}) {
     resize_for_overwrite(*buffer, query_elements / static_cast<std::size_t>(dim));
   }
+  const std::int64_t parts =
+      parts_per_kv_head(problem, threads > 0 ? threads : default_thread_count());
+  // The parts' sums, when a kv head is split; kept from call to call by the calling thread, and
+  // reached by the workers through this reference (a thread_local named in the lambda would be
+  // each worker's own).
+  thread_local LargeBuffer<double> kept_slots;
+  LargeBuffer<double>& slots = kept_slots;
+  if (parts > 1) {
+    resize_for_overwrite(slots, static_cast<std::size_t>(problem.batch * problem.kv_heads * parts *
+                                                         part_slot_elements(problem)));
+  }
   parallel_for(
-      problem.batch * problem.kv_heads,
+      problem.batch * problem.kv_heads * parts,
       [&](std::int64_t index) {
         thread_local Workspace work;
-        KeyValueHead item{index / problem.kv_heads, index % problem.kv_heads, 0, 0};
+        const std::int64_t kv_head_index = index / parts;
+        KeyValueHead item{kv_head_index / problem.kv_heads, kv_head_index % problem.kv_heads, 0, 0};
         item.seq_q = problem.seq_len_q_of(item.batch);
         item.seq_k = problem.seq_len_k_of(item.batch);
-        backward_for_kv_head(problem, tensors, grad_output, item, work, gradients);
+        const KeySums sums =
+            parts == 1 ? sums_in_result(problem, item, gradients)
+                       : sums_in_slot(problem, slots.data() + index * part_slot_elements(problem));
+        backward_for_part(problem, tensors, grad_output, item, index % parts, parts, work,
+                          gradients, sums);
       },
       threads);
+  if (parts > 1) add_up_parts(problem, parts, slots, gradients, threads);
 }
 
 ReferenceGradients reference_backward(const AttentionProblem& problem,

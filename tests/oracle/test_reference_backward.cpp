@@ -262,5 +262,37 @@ TEST(ReferenceBackward, OneKeyPassesTheOutputGradientToVAndNoneToQOrK) {
   }
 }
 
+TEST(ReferenceBackward, AKvHeadSplitIntoPartsForIdleThreadsGivesTheSameGradients) {
+  // One thread: one item per kv head. Eight: each kv head split into parts whose dK and dV are
+  // added up afterwards, in part order, so that every run gives the same bits.
+  AttentionCase c = small_case();
+  c.batch = 1;
+  c.kv_heads = 2;
+  c.seq_len_q = 300;  // three blocks of rows per query head
+  c.seq_len_k = 200;
+  c.causal = true;
+  const AttentionProblem problem = problem_of(c);
+  const AttentionInputs inputs = generate_inputs(problem, c.data, c.seed);
+  const std::vector<std::uint16_t> grad_output = draw_grad_output(c, 5);
+  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  const ReferenceGradients whole = reference_backward(problem, tensors, grad_output.data(), 1);
+  const ReferenceGradients parts = reference_backward(problem, tensors, grad_output.data(), 8);
+  const ReferenceGradients again = reference_backward(problem, tensors, grad_output.data(), 8);
+  const std::pair<const LargeBuffer<double>*, const LargeBuffer<double>*> compared[] = {
+      {&whole.dq, &parts.dq},
+      {&whole.dk, &parts.dk},
+      {&whole.dv, &parts.dv},
+      {&whole.dk_magnitude, &parts.dk_magnitude},
+      {&whole.query_abs_sum, &parts.query_abs_sum}};
+  for (const auto& [one, other] : compared) {
+    ASSERT_EQ(one->size(), other->size());
+    for (std::size_t index = 0; index < one->size(); ++index) {
+      ASSERT_NEAR((*one)[index], (*other)[index], 1e-12 * (1.0 + std::fabs((*one)[index])));
+    }
+  }
+  EXPECT_TRUE(std::equal(parts.dk.begin(), parts.dk.end(), again.dk.begin()));
+  EXPECT_TRUE(std::equal(parts.dv.begin(), parts.dv.end(), again.dv.begin()));
+}
+
 }  // namespace
 }  // namespace attnfuzz
