@@ -21,6 +21,14 @@ namespace {
 // Marks a plant of speed in --list-kernels (scripts that count killed plants leave these out).
 constexpr std::string_view kTimingPlantTag =
     " [a slowdown, not a wrong value: found by --bench with --against-plant none or --baseline]";
+constexpr std::string_view kBackwardPlantTag =
+    " [a bug of the backward pass: the forward's output is unchanged, its gradients are wrong]";
+
+std::string_view plant_tag(PlantDetector detector) {
+  if (detector == PlantDetector::timing) return kTimingPlantTag;
+  if (detector == PlantDetector::backward) return kBackwardPlantTag;
+  return "";
+}
 
 // How long a plugin may take to load (its constructors and attnfuzz_plugin_* queries) in the probe.
 constexpr double kPluginProbeSeconds = 120.0;
@@ -82,7 +90,7 @@ void list_kernels(std::ostream& out) {
     for (PlantedBug plant : kernel->plants()) {
       const PlantedBugInfo& info = planted_bug_info(plant);
       out << "    " << info.name << ": " << info.effect << " (" << info.origin << ")"
-          << (info.detector == PlantDetector::timing ? kTimingPlantTag : "") << "\n";
+          << plant_tag(info.detector) << "\n";
     }
   }
 }

@@ -21,7 +21,8 @@
 // separate CTAs and combine kernel do.
 //
 // Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
-// every bug of the algorithm, of the calling contract and of speed (the GPU-only ones have no CPU
+// every bug of the algorithm, of the calling contract, of speed and of the backward pass (the
+// GPU-only ones have no CPU
 // counterpart), and the host kernels' bugs of memory and time. Each changes a line or two of the
 // algorithm, the way the real bug would, through the rules it shares with the CUDA kernel
 // (flash_plant_rules.h).
@@ -65,7 +66,8 @@ constexpr PlantedBug kCpuFlashPlants[] = {
     ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)       //
     ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
     ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
-    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
+    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
+    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
 
@@ -543,8 +545,7 @@ class CpuFlashKernel final : public AttentionKernel {
 
   void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
                 const BackwardTensors& gradients, PlantedBug plant) const override {
-    (void)plant;  // the backward's plants are its own (none yet)
-    cpu_flash_backward(problem, tensors, gradients);
+    cpu_flash_backward(problem, tensors, gradients, plant);
   }
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,

@@ -12,6 +12,8 @@
 //       dQ_i += dS K_tile; dK_tile += dS^T Q_i   fp32 (FlashAttention-2 adds dQ atomically)
 // then dQ = round(scale dQ) per head, and after the group dK = round(scale dK), dV = round(dV):
 // the group's heads are summed in fp32 here, the tighter of the orders the bound allows.
+// The backward plants (ATTNFUZZ_BACKWARD_PLANTED_BUGS) each change a line or two of this, as the
+// real bug would.
 #include "kernels/cpu_flash_backward.h"
 
 #include <algorithm>
@@ -29,6 +31,7 @@ namespace attnfuzz {
 namespace {
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+constexpr float kLog2E = 1.44269504f;
 
 struct BackwardCall {
   const AttentionProblem& problem;
@@ -36,6 +39,8 @@ struct BackwardCall {
   const BackwardTensors& gradients;
   std::span<const float> widen;
   int block_n;
+  PlantedBug plant;
+  bool planted(PlantedBug bug) const { return plant == bug; }
 };
 
 // One (batch, kv head): its sequence's lengths and its fp32 working set.
@@ -59,12 +64,20 @@ void load_keys_and_values(const BackwardCall& call, GroupWork& work) {
   work.value.resize(elements);
   work.dk.assign(elements, 0.0f);
   work.dv.assign(elements, 0.0f);
+  // backward_varlen_key_offset: a packed sequence's keys read from one row early (the previous
+  // sequence's last; none before the first row of the buffer).
+  const std::int64_t shift = call.planted(PlantedBug::backward_varlen_key_offset) &&
+                                     problem.varlen_k && work.batch > 0 &&
+                                     call.tensors.cu_seqlens_k[work.batch] > 0
+                                 ? -1
+                                 : 0;
   for (std::int64_t j = 0; j < work.seq_k; ++j) {
-    const std::int64_t offset = problem.k_row_offset(work.batch, j);
-    widen_row(call, call.tensors.k + offset + work.kv_head * problem.k_strides.head,
+    widen_row(call,
+              call.tensors.k + problem.k_row_offset(work.batch, j) + shift * problem.k_strides.seq +
+                  work.kv_head * problem.k_strides.head,
               &work.key[j * dim]);
     widen_row(call,
-              call.tensors.v + problem.v_row_offset(work.batch, j) +
+              call.tensors.v + problem.v_row_offset(work.batch, j) + shift * problem.v_strides.seq +
                   work.kv_head * problem.v_strides.head,
               &work.value[j * dim]);
   }
@@ -87,11 +100,16 @@ void load_query_head(const BackwardCall& call, std::int64_t head, GroupWork& wor
     const std::int64_t o_offset =
         problem.o_row_offset(work.batch, i) + head * problem.o_strides.head;
     widen_row(call, call.gradients.grad_output + o_offset, &work.grad_output[i * dim]);
+    // backward_rowsum_from_next_row: the next row's O (the last row keeps its own).
+    const std::int64_t o_row =
+        call.planted(PlantedBug::backward_rowsum_from_next_row) && i + 1 < work.seq_q
+            ? problem.o_row_offset(work.batch, i + 1) + head * problem.o_strides.head
+            : o_offset;
     float dot = 0.0f;
     for (std::int64_t d = 0; d < dim; ++d) {
-      dot += work.grad_output[i * dim + d] * call.widen[call.tensors.o[o_offset + d]];
+      dot += work.grad_output[i * dim + d] * call.widen[call.tensors.o[o_row + d]];
     }
-    work.output_dot[i] = dot;
+    work.output_dot[i] = call.planted(PlantedBug::backward_rowsum_dropped) ? 0.0f : dot;
     work.log_sum_exp[i] = call.tensors.lse[problem.lse_offset(work.batch, i, head)];
   }
 }
@@ -103,7 +121,10 @@ void add_row_of_key_tile(const BackwardCall& call, std::int64_t head, std::int64
   const std::int64_t dim = problem.head_dim;
   const float lse = work.log_sum_exp[i];
   if (lse == kNegativeInfinity) return;  // the row sees no key: P = 0
-  const KeyRange visible = problem.visible_keys_of(work.batch, i);
+  // backward_mask_not_applied: every key of the sequence, the mask left to the forward.
+  const KeyRange visible = call.planted(PlantedBug::backward_mask_not_applied)
+                               ? KeyRange{0, work.seq_k}
+                               : problem.visible_keys_of(work.batch, i);
   const std::int64_t first = std::max(first_key, visible.first);
   const std::int64_t end = std::min(end_key, visible.end);
   if (first >= end) return;
@@ -121,12 +142,16 @@ void add_row_of_key_tile(const BackwardCall& call, std::int64_t head, std::int64
     if (softcap > 0.0f) {
       const float tanh_value = std::tanh(score / softcap);
       score = softcap * tanh_value;
-      cap_slope = 1.0f - tanh_value * tanh_value;
+      if (!call.planted(PlantedBug::backward_softcap_slope_forgotten)) {
+        cap_slope = 1.0f - tanh_value * tanh_value;
+      }
     }
     if (problem.alibi) {
       score -= slope * static_cast<float>(alibi_distance(i, j, work.seq_q, work.seq_k));
     }
-    const float probability = std::exp(score - lse);
+    const float probability = call.planted(PlantedBug::backward_lse_log2)
+                                  ? std::exp2(score * kLog2E - lse)
+                                  : std::exp(score - lse);
     const float rounded_probability = round_to_dtype(probability, problem.dtype);
     const float* v = &work.value[j * dim];
     float* dv = &work.dv[j * dim];
@@ -162,10 +187,18 @@ void backward_for_group(const BackwardCall& call, GroupWork& work) {
   const float scale = static_cast<float>(problem.softmax_scale);
   load_keys_and_values(call, work);
   const std::int64_t group = problem.group_size();
-  for (std::int64_t head = work.kv_head * group; head < (work.kv_head + 1) * group; ++head) {
+  for (std::int64_t member = 0; member < group; ++member) {
+    // The group's query heads: work.kv_head * group + member, or (backward_gqa_modulo) those with
+    // head % kv_heads == kv_head.
+    const std::int64_t head = call.planted(PlantedBug::backward_gqa_modulo)
+                                  ? member * problem.kv_heads + work.kv_head
+                                  : work.kv_head * group + member;
     load_query_head(call, head, work);
     for (std::int64_t first_key = 0; first_key < work.seq_k; first_key += call.block_n) {
       const std::int64_t end_key = std::min(work.seq_k, first_key + call.block_n);
+      if (call.planted(PlantedBug::backward_dq_last_key_tile_only)) {
+        std::fill(work.dq.begin(), work.dq.end(), 0.0f);  // each tile's part overwrites the last's
+      }
       for (std::int64_t i = 0; i < work.seq_q; ++i) {
         add_row_of_key_tile(call, head, i, first_key, end_key, work);
       }
@@ -175,7 +208,8 @@ void backward_for_group(const BackwardCall& call, GroupWork& work) {
              head * problem.q_strides.head;
     });
   }
-  store_rows(call, work.dk, scale, work.seq_k, [&](std::int64_t j) {
+  const float dk_scale = call.planted(PlantedBug::backward_dk_unscaled) ? 1.0f : scale;
+  store_rows(call, work.dk, dk_scale, work.seq_k, [&](std::int64_t j) {
     return call.gradients.dk + problem.k_row_offset(work.batch, j) +
            work.kv_head * problem.k_strides.head;
   });
@@ -188,15 +222,15 @@ void backward_for_group(const BackwardCall& call, GroupWork& work) {
 }  // namespace
 
 void cpu_flash_backward(const AttentionProblem& problem, const AttentionTensors& tensors,
-                        const BackwardTensors& gradients) {
+                        const BackwardTensors& gradients, PlantedBug plant) {
   if (problem.paged()) throw std::invalid_argument("cpu_flash's backward has no paged K/V");
   if (tensors.lse == nullptr && problem.query_rows() > 0) {
     throw std::invalid_argument("cpu_flash's backward needs the forward's log-sum-exp");
   }
   const FlashTileConfig* tiles = find_tile_config(problem.head_dim);
   if (tiles == nullptr) throw std::invalid_argument("cpu_flash has no tiles for this head dim");
-  const BackwardCall call{problem, tensors, gradients, widening_table(problem.dtype),
-                          tiles->block_n};
+  const BackwardCall call{problem,        tensors, gradients, widening_table(problem.dtype),
+                          tiles->block_n, plant};
   parallel_for(problem.batch * problem.kv_heads, [&](std::int64_t item) {
     thread_local GroupWork work;
     work.batch = item / problem.kv_heads;

@@ -3,13 +3,15 @@
 #pragma once
 
 #include "core/attention_problem.h"
+#include "kernels/planted_bug.h"
 
 namespace attnfuzz {
 
 // Computes dQ, dK and dV of `problem` (not paged) into `gradients` from the inputs, the forward's
-// O and log-sum-exp (tensors.o, tensors.lse) and dO. Throws std::invalid_argument for a paged
-// problem or a missing log-sum-exp.
+// O and log-sum-exp (tensors.o, tensors.lse) and dO, with the backward plant `plant`
+// (ATTNFUZZ_BACKWARD_PLANTED_BUGS; any other changes nothing here). Throws std::invalid_argument
+// for a paged problem or a missing log-sum-exp.
 void cpu_flash_backward(const AttentionProblem& problem, const AttentionTensors& tensors,
-                        const BackwardTensors& gradients);
+                        const BackwardTensors& gradients, PlantedBug plant = PlantedBug::none);
 
 }  // namespace attnfuzz

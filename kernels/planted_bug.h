@@ -162,12 +162,40 @@ namespace attnfuzz {
   X(slow_extra_pass_1_in_12, "makes that pass over one (query tile, key tile) visit in 12",        \
     "slow_extra_pass scaled down, as above")
 
-#define ATTNFUZZ_PLANTED_BUGS(X)         \
-  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \
-  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)      \
-  ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(X) \
-  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)   \
-  ATTNFUZZ_RACE_PLANTED_BUGS(X) ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)
+// Bugs of the backward pass (cpu_flash's, kernels/cpu_flash_backward.cpp): they change dQ, dK or
+// dV and leave the forward's output as it is, so only a comparison of the gradients shows them.
+#define ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)                                                          \
+  X(backward_gqa_modulo,                                                                           \
+    "sums query head h's dK and dV into kv head h % kv_heads instead of h / (heads / kv_heads)",   \
+    "the GQA reduction of dK and dV written interleaved while the forward groups")                 \
+  X(backward_rowsum_dropped, "computes dS = P * dP, leaving out D = rowsum(dO * O)",               \
+    "the softmax's Jacobian taken as diagonal: the preprocessing kernel forgotten")                \
+  X(backward_rowsum_from_next_row, "computes each row's D = rowsum(dO * O) from the next row's O", \
+    "an O pointer advanced one row too far in the preprocessing kernel")                           \
+  X(backward_softcap_slope_forgotten, "leaves out the soft cap's derivative 1 - tanh^2",           \
+    "the forward's tanh cap not differentiated in the backward")                                   \
+  X(backward_mask_not_applied,                                                                     \
+    "recomputes P over every key of the sequence, ignoring the causal mask and the window",        \
+    "the mask applied in the forward kernel only: masked columns leak gradient")                   \
+  X(backward_lse_log2, "reads the natural-log log-sum-exp as a base-2 one in exp2",                \
+    "a backward written for a forward that stores log2 of the row sum")                            \
+  X(backward_dk_unscaled, "leaves the softmax scale out of dK",                                    \
+    "the scale folded into Q for the scores and dQ, then forgotten for dK")                        \
+  X(backward_varlen_key_offset,                                                                    \
+    "reads packed sequence b's keys from one row before cu_seqlens_k[b] for b > 0",                \
+    "an off-by-one in the backward's copy of the varlen offsets")                                  \
+  X(backward_dq_last_key_tile_only,                                                                \
+    "stores dQ from the last key tile alone, the others' contributions overwritten",               \
+    "'=' written for '+=' where dQ gathers the key tiles' parts")
+
+#define ATTNFUZZ_PLANTED_BUGS(X)                                    \
+  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)                                \
+  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)                                 \
+  ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(X)                            \
+  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)                              \
+  ATTNFUZZ_RACE_PLANTED_BUGS(X)                                     \
+  ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X) \
+      ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)
 
 enum class PlantedBug {
   none,
@@ -177,9 +205,9 @@ enum class PlantedBug {
 };
 
 // What proves that a plant is caught: the harness's comparison of outputs, (for a bug of memory or
-// time) the containment of a run, (for a race) compute-sanitizer racecheck, or (for a slowdown)
-// the performance gate's timing.
-enum class PlantDetector { comparison, containment, racecheck, timing };
+// time) the containment of a run, (for a race) compute-sanitizer racecheck, (for a slowdown) the
+// performance gate's timing, or (for a bug of the backward pass) the comparison of the gradients.
+enum class PlantDetector { comparison, containment, racecheck, timing, backward };
 
 struct PlantedBugInfo {
   PlantedBug bug;
@@ -201,18 +229,22 @@ inline constexpr PlantedBugInfo kPlantedBugs[] = {
   {PlantedBug::id, #id, effect, origin, PlantDetector::racecheck},
 #define ATTNFUZZ_TIMING_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::timing},
+#define ATTNFUZZ_BACKWARD_ROW(id, effect, origin) \
+  {PlantedBug::id, #id, effect, origin, PlantDetector::backward, true},
     ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)           //
     ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)            //
     ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_HOST_PLANT_ROW)  //
     ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CONTAINMENT_ROW)   //
     ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)                 //
     ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)                 //
-    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)
+    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)        //
+    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_BACKWARD_ROW)
 #undef ATTNFUZZ_PLANT_ROW
 #undef ATTNFUZZ_HOST_PLANT_ROW
 #undef ATTNFUZZ_CONTAINMENT_ROW
 #undef ATTNFUZZ_RACE_ROW
 #undef ATTNFUZZ_TIMING_ROW
+#undef ATTNFUZZ_BACKWARD_ROW
 };
 
 inline std::optional<PlantedBug> parse_planted_bug(std::string_view name) {

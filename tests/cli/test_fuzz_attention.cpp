@@ -623,8 +623,9 @@ std::vector<std::string> plant_names(std::span<const PlantedBug> plants) {
   return names;
 }
 
-TEST_F(FuzzAttention,
-       ListKernelsExitsZeroAndListsCpuFlashWithEveryAlgorithmContractContainmentAndSpeedPlant) {
+TEST_F(
+    FuzzAttention,
+    ListKernelsExitsZeroAndListsCpuFlashWithEveryAlgorithmContractContainmentSpeedAndBackwardPlant) {
   const RunResult result = run("--list-kernels");
   EXPECT_EQ(result.exit_code, 0) << result.err;
   constexpr std::string_view kAlgorithmPlants[] = {
@@ -633,7 +634,8 @@ TEST_F(FuzzAttention,
       ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)       //
       ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)  //
       ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)    //
-      ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
+      ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)    //
+      ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
 #undef ATTNFUZZ_PLANT_NAME
   };
   const std::vector<std::string> algorithm_plants(std::begin(kAlgorithmPlants),

@@ -4,12 +4,15 @@
 // log-sum-exp from the float64 forward as the harness hands them; and the bound is tight enough to
 // see a backward that drops the rowsum(dO * O) term.
 #include "kernels/kernel_registry.h"
+#include "kernels/planted_bug.h"
 #include "support/backward_fixture.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "fuzz/case_generator.h"
@@ -122,6 +125,67 @@ TEST(CpuFlashBackward, ABackwardWithoutTheRowsumTermIsFarOutsideTheBound) {
   EXPECT_TRUE(dropped.failed);
   EXPECT_GT(dropped.bound_ratio, 10.0);
 }
+
+// A small backward matrix: GQA with causal Sq != Sk over several key tiles, soft-capping with
+// ALiBi and a window, packed sequences, and a plain dense case.
+std::vector<AttentionCase> backward_cases() {
+  std::vector<AttentionCase> cases;
+  AttentionCase c;
+  c.batch = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.seq_len_q = 70;
+  c.seq_len_k = 150;
+  c.head_dim = 64;
+  c.causal = true;
+  cases.push_back(c);
+  c.causal = false;
+  c.softcap = 5.0;
+  c.alibi = true;
+  c.window_left = 40;
+  c.window_right = 10;
+  c.data = DataDistribution::large_scores;
+  cases.push_back(c);
+  c = cases.front();
+  c.batch = 3;
+  c.seq_lens_q = {70, 9, 33};
+  c.seq_lens_k = {150, 40, 77};
+  cases.push_back(c);
+  c = cases.front();
+  c.causal = false;
+  c.heads = c.kv_heads = 3;
+  c.layout = Layout::bhsd;
+  cases.push_back(c);
+  return cases;
+}
+
+TEST(CpuFlashBackward, PassesEveryCaseOfTheBackwardMatrix) {
+  for (const AttentionCase& c : backward_cases()) {
+    BackwardFixture run(c);
+    run_backward(run);
+    const GradientComparison comparison = run.compare();
+    EXPECT_TRUE(comparison.passed) << describe_case(c) << ": " << comparison.reason;
+  }
+}
+
+class CpuFlashBackwardPlant : public ::testing::TestWithParam<PlantedBugInfo> {};
+
+TEST_P(CpuFlashBackwardPlant, FailsACaseOfTheBackwardMatrix) {
+  if (GetParam().detector != PlantDetector::backward) GTEST_SKIP() << "not a backward plant";
+  ASSERT_TRUE(cpu_flash_kernel().carries(GetParam().bug));
+  std::string failures;
+  for (const AttentionCase& c : backward_cases()) {
+    BackwardFixture run(c);
+    cpu_flash_kernel().backward(run.problem, run.tensors(), run.backward_tensors(), GetParam().bug);
+    const GradientComparison comparison = run.compare();
+    if (comparison.failed) failures += describe_case(c) + ": " + comparison.reason + "\n";
+  }
+  EXPECT_FALSE(failures.empty()) << GetParam().name << " passed every case";
+  std::cout << GetParam().name << " fails:\n" << failures;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlant, CpuFlashBackwardPlant, ::testing::ValuesIn(kPlantedBugs),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace attnfuzz
