@@ -9,7 +9,12 @@
 // log-sum-exp) each on about half the time. A harness that cries wolf is worse than none: the count
 // must be zero.
 //
-//   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J]
+// With --backward each case runs the kernel's backward pass instead (run/backward_check.h: dO
+// drawn from the case's distribution, every gradient element against the float64 gradients under
+// the backward bound), drawn without paged K/V, which it does not run; cases its backward declines
+// (head dims it has no tiles for) are skipped.
+//
+//   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J] [--backward]
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
 // single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
 // and reason), coverage by distribution and dtype and by variant and placement, the worst
@@ -36,6 +41,8 @@
 #include "fuzz/properties.h"
 #include "kernels/cuda_launch_limits.h"
 #include "kernels/flash_tile_traits.h"
+#include "kernels/kernel_registry.h"
+#include "run/backward_check.h"
 
 namespace attnfuzz {
 namespace {
@@ -81,6 +88,17 @@ void report_false_alarm(std::string_view check, const AttentionCase& attention_c
   std::fflush(stdout);
 }
 
+// A case that was judged, counted by its distribution and dtype and by the variants it uses.
+AttentionProblem count_checked(const AttentionCase& attention_case, Tally& tally) {
+  ++tally.checked_by_class[std::string(distribution_name(attention_case.data)) + " " +
+                           std::string(dtype_name(attention_case.dtype))];
+  const AttentionProblem problem = problem_of(attention_case);
+  for (const ProblemFeatureInfo& info : kProblemFeatures) {
+    if (info.used_by(problem)) ++tally.checked_by_feature[std::string(info.name)];
+  }
+  return problem;
+}
+
 // Case `index` of the run: against the oracle, and every tenth against every property (which
 // passes over a case with a variant: the relations are written for dense cases).
 void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, long long index,
@@ -94,12 +112,7 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
     ++tally.skipped_by_cause[std::string(skip_cause_name(result.skip_cause))];
     return;
   }
-  ++tally.checked_by_class[std::string(distribution_name(attention_case.data)) + " " +
-                           std::string(dtype_name(attention_case.dtype))];
-  const AttentionProblem problem = problem_of(attention_case);
-  for (const ProblemFeatureInfo& info : kProblemFeatures) {
-    if (info.used_by(problem)) ++tally.checked_by_feature[std::string(info.name)];
-  }
+  const AttentionProblem problem = count_checked(attention_case, tally);
   if (attention_case.seq_len_q <= kMaxKvSplitQueryRows &&
       attention_case.seq_len_k > kKeysPerKvSplit) {
     ++tally.checked_by_feature["decode shapes (split-KV in flash kernels)"];
@@ -132,6 +145,41 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
   }
 }
 
+// Case `index` of the run through the kernel's backward pass.
+void check_backward_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed,
+                         long long index, const AttentionKernel& kernel, Tally& tally) {
+  const AttentionCase attention_case =
+      generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
+  ++tally.cases;
+  const SupportVerdict support = kernel.backward_support(problem_of(attention_case));
+  if (!support.supported) {
+    ++tally.skipped;
+    ++tally.skipped_by_cause["declined by the backward"];
+    return;
+  }
+  const BackwardCheck check = check_backward(kernel, attention_case, PlantedBug::none);
+  if (!check.error.empty()) {
+    ++tally.false_alarms;
+    report_false_alarm("backward", attention_case, check.error);
+    return;
+  }
+  if (check.comparison.inconclusive) {
+    ++tally.skipped;
+    ++tally.skipped_by_cause["inconclusive"];
+    return;
+  }
+  const AttentionProblem problem = count_checked(attention_case, tally);
+  if (problem.group_size() > 1) ++tally.checked_by_feature["GQA/MQA (dK, dV summed over a group)"];
+  if (check.comparison.bound_ratio > tally.worst_ratio) {
+    tally.worst_ratio = check.comparison.bound_ratio;
+    tally.worst_case = case_keys_to_json(attention_case).dump();
+  }
+  if (check.comparison.failed) {
+    ++tally.false_alarms;
+    report_false_alarm("backward", attention_case, check.comparison.reason);
+  }
+}
+
 }  // namespace
 }  // namespace attnfuzz
 
@@ -142,16 +190,35 @@ int main(int argc, char** argv) {
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   RunSettings settings;
   settings.backend = Backend::cpu;
-  for (int arg = 1; arg + 1 < argc; arg += 2) {
+  bool backward = false;
+  for (int arg = 1; arg < argc; ++arg) {
+    if (std::strcmp(argv[arg], "--backward") == 0) {
+      backward = true;
+      continue;
+    }
+    if (arg + 1 >= argc) break;
     if (std::strcmp(argv[arg], "--cases") == 0) cases = std::atoll(argv[arg + 1]);
     if (std::strcmp(argv[arg], "--seed") == 0) seed = std::strtoull(argv[arg + 1], nullptr, 10);
     if (std::strcmp(argv[arg], "--kernel") == 0) settings.kernel = argv[arg + 1];
     if (std::strcmp(argv[arg], "--jobs") == 0) jobs = std::max(1, std::atoi(argv[arg + 1]));
+    ++arg;
+  }
+  const AttentionKernel* backward_kernel = nullptr;
+  if (backward) {
+    backward_kernel = find_kernel(settings.kernel.empty() ? "cpu_flash" : settings.kernel);
+    if (backward_kernel == nullptr) {
+      std::fprintf(stderr, "bench_false_alarms: no built-in kernel %s\n", settings.kernel.c_str());
+      return 3;
+    }
   }
   set_default_thread_count(1);  // one case per thread: the jobs are the parallelism
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  const rc::Gen<AttentionCase> generator = search_cases();  // as the property search's oracle check
+  // As the property search's oracle check draws; for the backward, without paged K/V (which it
+  // does not run) so that its draws are not spent on cases it declines.
+  KernelReach reach;
+  if (backward) reach.features &= ~static_cast<std::uint32_t>(ProblemFeature::paged_kv);
+  const rc::Gen<AttentionCase> generator = search_cases(reach);
   std::vector<Tally> tallies(static_cast<std::size_t>(jobs));
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
@@ -164,7 +231,11 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%lld cases, %lld false alarms on this thread\n", index,
                        tally.false_alarms);
         }
-        check_case(generator, seed, index, settings, tally);
+        if (backward) {
+          check_backward_case(generator, seed, index, *backward_kernel, tally);
+        } else {
+          check_case(generator, seed, index, settings, tally);
+        }
       }
     });
   }
@@ -179,7 +250,8 @@ int main(int argc, char** argv) {
   std::printf("cases checked against the oracle, by variant and placement:\n");
   for (const auto& [name, count] : total.checked_by_feature)
     std::printf("  %-44s %lld\n", name.c_str(), count);
-  std::printf("worst error_ratio: %.3f  %s\n", total.worst_ratio, total.worst_case.c_str());
+  std::printf("worst %s: %.3f  %s\n", backward ? "bound ratio of a gradient" : "error_ratio",
+              total.worst_ratio, total.worst_case.c_str());
   std::printf("worst bias ratio (1 fails): %.3f\n", total.worst_bias_ratio);
   for (const auto& [cause, count] : total.skipped_by_cause)
     std::printf("skipped as %s: %lld\n", cause.c_str(), count);

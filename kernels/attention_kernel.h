@@ -44,8 +44,9 @@ class AttentionKernel {
   }
   // Computes dQ, dK and dV (`gradients`) from the inputs, the forward's O and log-sum-exp
   // (tensors.o, tensors.lse: the harness hands the float64 forward's, rounded, as
-  // docs/tolerance.md's backward bound assumes) and dO. Called only where backward_support()
-  // says yes. Throws std::runtime_error with a message when it cannot.
+  // docs/tolerance.md's backward bound assumes; the log-sum-exp always) and dO. Throws
+  // std::runtime_error with a message when it cannot; calling it where backward_support() says
+  // no is the caller's error (std::logic_error here).
   virtual void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
                         const BackwardTensors& gradients, PlantedBug plant) const {
     (void)problem, (void)tensors, (void)gradients, (void)plant;

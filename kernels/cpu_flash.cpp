@@ -22,10 +22,9 @@
 //
 // Planted bugs (kernels/planted_bug.h) are switched by the `plant` argument; cpu_flash carries
 // every bug of the algorithm, of the calling contract, of speed and of the backward pass (the
-// GPU-only ones have no CPU
-// counterpart), and the host kernels' bugs of memory and time. Each changes a line or two of the
-// algorithm, the way the real bug would, through the rules it shares with the CUDA kernel
-// (flash_plant_rules.h).
+// GPU-only ones have no CPU counterpart), and the host kernels' bugs of memory and time. Each
+// changes a line or two of the algorithm, the way the real bug would, through the rules it shares
+// with the CUDA kernel (flash_plant_rules.h); the backward's are in cpu_flash_backward.cpp.
 #include <algorithm>
 #include <array>
 #include <atomic>

@@ -182,17 +182,43 @@ void store_rows(const BackwardCall& call, const std::vector<float>& values, floa
   }
 }
 
-void backward_for_group(const BackwardCall& call, GroupWork& work) {
+// dK = round(scale dK) and dV = round(dV) of one (batch, kv head) from their fp32 sums.
+void store_key_gradients(const BackwardCall& call, std::int64_t batch, std::int64_t kv_head,
+                         std::int64_t seq_k, const std::vector<float>& dk,
+                         const std::vector<float>& dv) {
+  const AttentionProblem& problem = call.problem;
+  const float dk_scale = call.planted(PlantedBug::backward_dk_unscaled)
+                             ? 1.0f
+                             : static_cast<float>(problem.softmax_scale);
+  store_rows(call, dk, dk_scale, seq_k, [&](std::int64_t j) {
+    return call.gradients.dk + problem.k_row_offset(batch, j) + kv_head * problem.k_strides.head;
+  });
+  store_rows(call, dv, 1.0f, seq_k, [&](std::int64_t j) {
+    return call.gradients.dv + problem.v_row_offset(batch, j) + kv_head * problem.v_strides.head;
+  });
+}
+
+// backward_gqa_modulo's dK and dV: each query head's part added into kv head head % kv_heads,
+// [batch][kv_heads][seq_len_k][dim] fp32 sums; the items run one at a time to fill it.
+struct MisroutedSums {
+  std::vector<float> dk, dv;
+  float* at(std::vector<float>& sums, const AttentionProblem& problem, std::int64_t batch,
+            std::int64_t kv_head) {
+    return sums.data() +
+           (batch * problem.kv_heads + kv_head) * problem.seq_len_k * problem.head_dim;
+  }
+};
+
+void backward_for_group(const BackwardCall& call, GroupWork& work, MisroutedSums* misrouted) {
   const AttentionProblem& problem = call.problem;
   const float scale = static_cast<float>(problem.softmax_scale);
   load_keys_and_values(call, work);
   const std::int64_t group = problem.group_size();
-  for (std::int64_t member = 0; member < group; ++member) {
-    // The group's query heads: work.kv_head * group + member, or (backward_gqa_modulo) those with
-    // head % kv_heads == kv_head.
-    const std::int64_t head = call.planted(PlantedBug::backward_gqa_modulo)
-                                  ? member * problem.kv_heads + work.kv_head
-                                  : work.kv_head * group + member;
+  for (std::int64_t head = work.kv_head * group; head < (work.kv_head + 1) * group; ++head) {
+    if (misrouted != nullptr) {  // this head's part alone, to be added where the plant puts it
+      std::fill(work.dk.begin(), work.dk.end(), 0.0f);
+      std::fill(work.dv.begin(), work.dv.end(), 0.0f);
+    }
     load_query_head(call, head, work);
     for (std::int64_t first_key = 0; first_key < work.seq_k; first_key += call.block_n) {
       const std::int64_t end_key = std::min(work.seq_k, first_key + call.block_n);
@@ -207,38 +233,66 @@ void backward_for_group(const BackwardCall& call, GroupWork& work) {
       return call.gradients.dq + problem.q_row_offset(work.batch, i) +
              head * problem.q_strides.head;
     });
+    if (misrouted != nullptr) {
+      const std::int64_t target = head % problem.kv_heads;
+      float* dk = misrouted->at(misrouted->dk, problem, work.batch, target);
+      float* dv = misrouted->at(misrouted->dv, problem, work.batch, target);
+      for (std::size_t e = 0; e < work.dk.size(); ++e) {
+        dk[e] += work.dk[e];
+        dv[e] += work.dv[e];
+      }
+    }
   }
-  const float dk_scale = call.planted(PlantedBug::backward_dk_unscaled) ? 1.0f : scale;
-  store_rows(call, work.dk, dk_scale, work.seq_k, [&](std::int64_t j) {
-    return call.gradients.dk + problem.k_row_offset(work.batch, j) +
-           work.kv_head * problem.k_strides.head;
-  });
-  store_rows(call, work.dv, 1.0f, work.seq_k, [&](std::int64_t j) {
-    return call.gradients.dv + problem.v_row_offset(work.batch, j) +
-           work.kv_head * problem.v_strides.head;
-  });
+  if (misrouted == nullptr) {
+    store_key_gradients(call, work.batch, work.kv_head, work.seq_k, work.dk, work.dv);
+  }
 }
 
 }  // namespace
 
 void cpu_flash_backward(const AttentionProblem& problem, const AttentionTensors& tensors,
                         const BackwardTensors& gradients, PlantedBug plant) {
-  if (problem.paged()) throw std::invalid_argument("cpu_flash's backward has no paged K/V");
+  if (problem.paged()) throw std::runtime_error("cpu_flash's backward has no paged K/V");
   if (tensors.lse == nullptr && problem.query_rows() > 0) {
-    throw std::invalid_argument("cpu_flash's backward needs the forward's log-sum-exp");
+    throw std::runtime_error("cpu_flash's backward needs the forward's log-sum-exp");
   }
   const FlashTileConfig* tiles = find_tile_config(problem.head_dim);
-  if (tiles == nullptr) throw std::invalid_argument("cpu_flash has no tiles for this head dim");
+  if (tiles == nullptr) throw std::runtime_error("cpu_flash has no tiles for this head dim");
   const BackwardCall call{problem,        tensors, gradients, widening_table(problem.dtype),
                           tiles->block_n, plant};
-  parallel_for(problem.batch * problem.kv_heads, [&](std::int64_t item) {
-    thread_local GroupWork work;
+  const bool misroutes = call.planted(PlantedBug::backward_gqa_modulo);
+  MisroutedSums misrouted;
+  if (misroutes) {
+    const auto elements = static_cast<std::size_t>(problem.batch * problem.kv_heads *
+                                                   problem.seq_len_k * problem.head_dim);
+    misrouted.dk.assign(elements, 0.0f);
+    misrouted.dv.assign(elements, 0.0f);
+  }
+  const std::int64_t items = problem.batch * problem.kv_heads;
+  const auto group_at = [&](std::int64_t item, GroupWork& work) {
     work.batch = item / problem.kv_heads;
     work.kv_head = item % problem.kv_heads;
     work.seq_q = problem.seq_len_q_of(work.batch);
     work.seq_k = problem.seq_len_k_of(work.batch);
-    backward_for_group(call, work);
-  });
+  };
+  parallel_for(
+      items,
+      [&](std::int64_t item) {
+        thread_local GroupWork work;
+        group_at(item, work);
+        backward_for_group(call, work, misroutes ? &misrouted : nullptr);
+      },
+      misroutes ? 1 : 0);
+  if (!misroutes) return;
+  const auto rows = static_cast<std::size_t>(problem.seq_len_k * problem.head_dim);
+  for (std::int64_t item = 0; item < items; ++item) {
+    GroupWork where;
+    group_at(item, where);
+    const auto first = static_cast<std::size_t>(item) * rows;
+    const std::vector<float> dk(misrouted.dk.begin() + first, misrouted.dk.begin() + first + rows);
+    const std::vector<float> dv(misrouted.dv.begin() + first, misrouted.dv.begin() + first + rows);
+    store_key_gradients(call, where.batch, where.kv_head, where.seq_k, dk, dv);
+  }
 }
 
 }  // namespace attnfuzz

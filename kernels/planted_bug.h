@@ -166,7 +166,7 @@ namespace attnfuzz {
 // dV and leave the forward's output as it is, so only a comparison of the gradients shows them.
 #define ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)                                                          \
   X(backward_gqa_modulo,                                                                           \
-    "sums query head h's dK and dV into kv head h % kv_heads instead of h / (heads / kv_heads)",   \
+    "adds query head h's part of dK and dV to kv head h % kv_heads, not h / (heads / kv_heads)",   \
     "the GQA reduction of dK and dV written interleaved while the forward groups")                 \
   X(backward_rowsum_dropped, "computes dS = P * dP, leaving out D = rowsum(dO * O)",               \
     "the softmax's Jacobian taken as diagonal: the preprocessing kernel forgotten")                \
@@ -188,14 +188,14 @@ namespace attnfuzz {
     "stores dQ from the last key tile alone, the others' contributions overwritten",               \
     "'=' written for '+=' where dQ gathers the key tiles' parts")
 
-#define ATTNFUZZ_PLANTED_BUGS(X)                                    \
-  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)                                \
-  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)                                 \
-  ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(X)                            \
-  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)                              \
-  ATTNFUZZ_RACE_PLANTED_BUGS(X)                                     \
-  ATTNFUZZ_GPU_PLANTED_BUGS(X) ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X) \
-      ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)
+#define ATTNFUZZ_PLANTED_BUGS(X)         \
+  ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \
+  ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)      \
+  ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(X) \
+  ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)   \
+  ATTNFUZZ_RACE_PLANTED_BUGS(X)          \
+  ATTNFUZZ_GPU_PLANTED_BUGS(X)           \
+  ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X) ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)
 
 enum class PlantedBug {
   none,

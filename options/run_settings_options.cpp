@@ -175,6 +175,12 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
                        ": a bug of memory or time, which a run survives only contained in "
                        "workers: not with --in-process");
   }
+  if (settings.plant != PlantedBug::none &&
+      planted_bug_info(settings.plant).detector == PlantDetector::backward) {
+    throw HarnessError("--plant " + options.plant +
+                       ": a bug of the backward pass, which the cases of a run do not execute: "
+                       "every case would pass with it (see docs/detection.md, The backward pass)");
+  }
   settings.kernel = options.kernel.empty() ? plugin_kernel : options.kernel;
   settings.kernel_lib = options.kernel_lib;
   settings.kernel_py_flags = kernel_py_flags_of(options);

@@ -35,7 +35,7 @@ class Judge {
     ++result_.elements;
     // Not within: NaN and infinities (a finite oracle's gradient) fail too.
     const bool within = error <= report.allowed;
-    const double ratio = within ? error / report.allowed : HUGE_VAL;
+    const double ratio = std::isfinite(error) ? error / report.allowed : HUGE_VAL;
     double& max_error = result_.max_abs_error[static_cast<int>(tensor)];
     max_error = std::max(max_error, std::isfinite(error) ? error : HUGE_VAL);
     if (ratio > result_.bound_ratio || result_.elements == 1) {

@@ -12,6 +12,8 @@
 //       group's largest
 //   dV: rho = eps_P + u (1 + eps_P) (P rounded), E = (rho (1 + g) + g) dv_magnitude
 //       + eta (1 + g) sum_i |dO_id|
+// Each dS (each P, for dV) is also off by an absolute amount below fp32's normal range, 2^-126
+// (P flushed) times (2 G_i (1 + kappa) + 1), added to eta in the absolute terms above.
 // dK and dV of a GQA group add each head's part rounded to the dtype: u (1 + E/magnitude) of the
 // magnitude, and eta per head. Then allowed = E + u (|grad| + E) + eta, the final rounding.
 #include "oracle/backward_tolerance.h"
@@ -35,6 +37,7 @@ double gamma(double terms) {
 constexpr double kSoftcapSlopeChange = 0.77;
 
 constexpr double kFloat32Largest = 0x1.fffffep127;
+constexpr double kFloat32SmallestNormal = 0x1p-126;
 
 }  // namespace
 
@@ -64,36 +67,54 @@ BackwardBound::BackwardBound(const AttentionProblem& problem, const ReferenceAtt
   const double rows = static_cast<double>(forward.score_scale.size());
   probability_error_.assign(static_cast<std::size_t>(rows), 0.0);
   score_gradient_error_.assign(static_cast<std::size_t>(rows), 0.0);
+  score_gradient_underflow_.assign(static_cast<std::size_t>(rows), 0.0);
   group_probability_error_.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads), 0.0);
   group_score_gradient_error_.assign(group_probability_error_.size(), 0.0);
+  group_score_gradient_underflow_.assign(group_probability_error_.size(), 0.0);
   const double product_gamma = gamma(3.0);
   const double sum_gamma = gamma(dim + 1.0);
   std::string why_out_of_range, why_spread;
   for (std::int64_t row = 0; row < static_cast<std::int64_t>(rows); ++row) {
     const double lse = forward.log_sum_exp[row];
-    if (!std::isfinite(lse)) continue;  // the row sees no key: P = 0 exactly
+    if (lse == -HUGE_VAL) continue;  // the row sees no key: P = 0 exactly
+    if (!std::isfinite(lse)) {       // the float64 forward overflowed: nothing means anything
+      if (in_range_) {
+        why_out_of_range = "query row " + std::to_string(row % problem.seq_len_q) +
+                           ": the float64 forward's log-sum-exp is not finite";
+      }
+      in_range_ = false;
+      continue;
+    }
     const double score_scale = forward.score_scale[row];
     const double bias_scale = forward.bias_scale[row];
     const double capped =
         problem.softcap > 0.0 ? std::min(problem.softcap, score_scale) : score_scale;
     const double exponent = terms.score_error(score_scale, bias_scale) +
                             4.0 * u32 * (capped + bias_scale + std::fabs(lse) + 1.0);
-    const double probability = std::expm1(exponent);
-    const double slope = problem.softcap > 0.0 ? kSoftcapSlopeChange * terms.score_gamma *
-                                                         score_scale / problem.softcap +
-                                                     2.0 * kSoftcapRelativeError + 2.0 * u32
-                                               : 0.0;
-    const double kappa =
-        probability + (1.0 + probability) * (1.0 + product_gamma) * (1.0 + slope) *
-                          (2.0 * sum_gamma * (1.0 + u) + u + slope + product_gamma);
-    probability_error_[row] = probability;
+    const double probability_error = std::expm1(exponent);
+    const double slope_error = problem.softcap > 0.0 ? kSoftcapSlopeChange * terms.score_gamma *
+                                                               score_scale / problem.softcap +
+                                                           2.0 * kSoftcapRelativeError + 2.0 * u32
+                                                     : 0.0;
+    const double kappa = probability_error +
+                         (1.0 + probability_error) * (1.0 + product_gamma) * (1.0 + slope_error) *
+                             (2.0 * sum_gamma * (1.0 + u) + u + slope_error + product_gamma);
+    probability_error_[row] = probability_error;
     score_gradient_error_[row] = kappa;
+    // fp32 below its normal range (a kernel may flush it to zero): P = exp(s - L) off by up to
+    // 2^-126 whatever its size, which dP - D (at most 2 G_i, with its error) multiplies, and the
+    // product dS itself by as much again.
+    const double underflow =
+        kFloat32SmallestNormal * (2.0 * gradients.gradient_scale[row] * (1.0 + kappa) + 1.0);
+    score_gradient_underflow_[row] = underflow;
     const std::int64_t head = (row / problem.seq_len_q) % problem.heads;
     const std::int64_t batch = row / (problem.seq_len_q * problem.heads);
     const std::size_t group =
         static_cast<std::size_t>(batch * problem.kv_heads + head / problem.group_size());
-    group_probability_error_[group] = std::max(group_probability_error_[group], probability);
+    group_probability_error_[group] = std::max(group_probability_error_[group], probability_error);
     group_score_gradient_error_[group] = std::max(group_score_gradient_error_[group], kappa);
+    group_score_gradient_underflow_[group] =
+        std::max(group_score_gradient_underflow_[group], underflow);
     // Not below (rather than above): NaN, an overflowed oracle's, is out of range too.
     const double largest_score_gradient = gradients.largest_weight[row] * (1.0 + kappa) * (1.0 + u);
     const bool row_in_range = largest_score_gradient < traits.max_finite / 2.0 &&
@@ -158,7 +179,7 @@ double BackwardBound::allowed(GradientTensor tensor, std::int64_t index) const {
     const double g = gamma(static_cast<double>(problem_.seq_len_k_of(batch)) + 2.0);
     gradient = gradients_.dq[index];
     before_rounding = (rounded * (1.0 + g) + g) * gradients_.dq_magnitude[index] +
-                      eta * (1.0 + g) * problem_.softmax_scale *
+                      (eta + score_gradient_underflow_[row]) * (1.0 + g) * problem_.softmax_scale *
                           gradients_.key_abs_sum[(batch * problem_.kv_heads + kv_head) * dim + d];
   } else {
     const std::int64_t group = row / problem_.seq_len_k;  // batch * kv_heads + kv_head
@@ -171,16 +192,17 @@ double BackwardBound::allowed(GradientTensor tensor, std::int64_t index) const {
       const double kappa = group_score_gradient_error_[group];
       relative = kappa + u * (1.0 + kappa);
       magnitude = gradients_.dk_magnitude[index];
-      absolute = problem_.softmax_scale * gradients_.query_abs_sum[group * dim + d];
+      absolute = (eta + group_score_gradient_underflow_[group]) * problem_.softmax_scale *
+                 gradients_.query_abs_sum[group * dim + d];
       gradient = gradients_.dk[index];
     } else {
-      const double probability = group_probability_error_[group];
-      relative = probability + u * (1.0 + probability);
+      const double probability_error = group_probability_error_[group];
+      relative = probability_error + u * (1.0 + probability_error);
       magnitude = gradients_.dv_magnitude[index];
-      absolute = gradients_.grad_output_abs_sum[group * dim + d];
+      absolute = (eta + kFloat32SmallestNormal) * gradients_.grad_output_abs_sum[group * dim + d];
       gradient = gradients_.dv[index];
     }
-    const double summed = (relative * (1.0 + g) + g) * magnitude + eta * (1.0 + g) * absolute;
+    const double summed = (relative * (1.0 + g) + g) * magnitude + (1.0 + g) * absolute;
     before_rounding = summed;
     if (problem_.group_size() > 1) {  // each head's part rounded before the group's sum
       before_rounding +=

@@ -55,9 +55,12 @@ class BackwardBound {
   double unit_roundoff_ = 0.0, half_subnormal_ = 0.0;
   std::vector<double> probability_error_;     // epsilon_P,i  [batch][heads][seq_len_q]
   std::vector<double> score_gradient_error_;  // kappa_i      [batch][heads][seq_len_q]
+  // dS_ij's absolute error below fp32's normal range, [batch][heads][seq_len_q].
+  std::vector<double> score_gradient_underflow_;
   // The largest of each over the query rows of a (batch, kv head)'s group: dK and dV sum them.
-  std::vector<double> group_probability_error_;     // [batch][kv_heads]
-  std::vector<double> group_score_gradient_error_;  // [batch][kv_heads]
+  std::vector<double> group_probability_error_;         // [batch][kv_heads]
+  std::vector<double> group_score_gradient_error_;      // [batch][kv_heads]
+  std::vector<double> group_score_gradient_underflow_;  // [batch][kv_heads]
   std::string why_not_judgeable_;
   bool in_range_ = true;
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/dtype.h"
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
 #include "oracle/score_row.h"
@@ -180,22 +181,29 @@ void score_gradients_for_block(const AttentionProblem& problem, const KeyValueHe
   gemm(false, true, block.rows, keys, dim, 1.0, work.grad_output.data(), work.value.data(), false,
        work.grad_probabilities.data());
   resize_for_overwrite(work.weights, static_cast<std::size_t>(block.rows * keys));
+  // eta / u: O handed to a kernel is rounded to the dtype, off by u |O_id| + eta; the eta part's
+  // share of D's error, eta sum_d |dO_id|, is u times this share of sum_d |dO_id|.
+  const DtypeTraits& traits = traits_of(problem.dtype);
+  const double subnormal_share = traits.min_subnormal / 2.0 / traits.unit_roundoff();
   const std::int64_t row_base =
       ((item.batch * problem.heads + block.head) * problem.seq_len_q) + block.first_row;
   for (std::int64_t row = 0; row < block.rows; ++row) {
     const double* grad_output = &work.grad_output[row * dim];
-    double output_dot = 0.0;
-    for (std::int64_t d = 0; d < dim; ++d)
+    double output_dot = 0.0, grad_output_abs_sum = 0.0;
+    for (std::int64_t d = 0; d < dim; ++d) {
       output_dot += grad_output[d] * work.output[row * dim + d];
-    const double scale = euclidean_norm(grad_output, dim) * value_norm;
+      grad_output_abs_sum += work.grad_output_abs[row * dim + d];
+    }
+    const double gradient_scale =
+        euclidean_norm(grad_output, dim) * value_norm + subnormal_share * grad_output_abs_sum;
     gradients.output_dot[row_base + row] = output_dot;
-    gradients.gradient_scale[row_base + row] = scale;
+    gradients.gradient_scale[row_base + row] = gradient_scale;
     const double* p = &work.probabilities[row * keys];
     double* ds = &work.grad_probabilities[row * keys];
     double* w = &work.weights[row * keys];
     double largest_weight = 0.0;
     for (std::int64_t j = 0; j < keys; ++j) {
-      w[j] = p[j] * (std::fabs(ds[j]) + std::fabs(output_dot) + scale);
+      w[j] = p[j] * (std::fabs(ds[j]) + std::fabs(output_dot) + gradient_scale);
       ds[j] = p[j] * (ds[j] - output_dot);
       largest_weight = std::max(largest_weight, w[j]);
     }
@@ -345,12 +353,14 @@ void backward_for_part(const AttentionProblem& problem, const AttentionTensors& 
 // pairs (MQA, one long head), as long as the parts' slots stay within kMaxPartBytes.
 constexpr double kMaxPartBytes = 256.0 * (1 << 20);
 std::int64_t parts_per_kv_head(const AttentionProblem& problem, int threads) {
-  const std::int64_t kv_heads = problem.batch * problem.kv_heads;
-  const std::int64_t wanted = (2 * threads + kv_heads - 1) / kv_heads;
+  const std::int64_t pairs_of_kv_heads =
+      std::max<std::int64_t>(1, problem.batch * problem.kv_heads);
+  const std::int64_t wanted = (2 * threads + pairs_of_kv_heads - 1) / pairs_of_kv_heads;
   const std::int64_t pairs =
       problem.group_size() * ((problem.seq_len_q + kRowsPerBlock - 1) / kRowsPerBlock);
   const double slot_bytes = static_cast<double>(part_slot_elements(problem)) * sizeof(double);
-  const auto affordable = static_cast<std::int64_t>(kMaxPartBytes / (slot_bytes * kv_heads));
+  const auto affordable =
+      static_cast<std::int64_t>(kMaxPartBytes / (slot_bytes * pairs_of_kv_heads));
   return std::max<std::int64_t>(1, std::min({wanted, pairs, affordable}));
 }
 

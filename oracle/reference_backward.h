@@ -41,8 +41,10 @@ struct ReferenceGradients {
   LargeBuffer<double> grad_output_abs_sum;
   // Compact [batch][heads][seq_len_q]:
   LargeBuffer<double> output_dot;  // D_i; 0 for a row that sees no key
-  // |dO_i|_2 * max_j |V_j|_2, which bounds both |dP_ij| and |D_i| (O_i is a convex combination of
-  // the V_j): the scale of their fp32 accumulation errors.
+  // G_i = |dO_i|_2 * max_j |V_j|_2, which bounds both |dP_ij| and |D_i| (O_i is a convex
+  // combination of the V_j): the scale of their fp32 accumulation errors; plus (eta / u) times
+  // sum_d |dO_id|, so that u G_i also covers D's error from an O rounded below the dtype's
+  // normal range (u |O_id| + eta each).
   LargeBuffer<double> gradient_scale;
   // max_j w_ij: how large the row's dS (and what it is computed from) may be, which must stay
   // within what the dtype and fp32 hold for a kernel's arithmetic to mean anything.
@@ -51,8 +53,10 @@ struct ReferenceGradients {
 
 // Computes the gradients for the problem's inputs (q, k, v of `tensors`; o is not read) and the
 // output gradient `grad_output`, laid out as O (problem.o_strides, packed when varlen), into
-// `gradients`, resizing its arrays and writing every element. Work is split by (batch, kv head);
-// uses all threads of the machine, `threads` overrides.
+// `gradients`, resizing its arrays and writing every element. Work is split by (batch, kv head),
+// and each kv head into parts when there are fewer than twice as many as threads (their sums
+// added in a fixed order: the same bits on every run); uses all threads of the machine,
+// `threads` overrides.
 void reference_backward(const AttentionProblem& problem, const AttentionTensors& tensors,
                         const std::uint16_t* grad_output, ReferenceGradients& gradients,
                         int threads = 0);

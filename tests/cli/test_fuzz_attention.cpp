@@ -644,6 +644,14 @@ TEST_F(
   EXPECT_EQ(plant_names(cpu_flash_kernel().plants()), algorithm_plants);
 }
 
+TEST_F(FuzzAttention, ABackwardPlantIsRefusedWhereNoCaseRunsTheBackwardPass) {
+  const RunResult result =
+      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
+          " --plant backward_rowsum_dropped");
+  EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("--plant backward_rowsum_dropped: a bug of the backward pass"));
+}
+
 #if ATTNFUZZ_HAVE_CUDA
 TEST_F(FuzzAttention, ListKernelsListsBothCudaKernelsAndCudaFlashCarriesTheCatalogueButHostBugs) {
   const RunResult result = run("--list-kernels");

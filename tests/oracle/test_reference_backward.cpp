@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The float64 backward oracle against the derivative itself: each element of dQ, dK and dV against
 // a central difference of sum(dO * O), computed by a naive float64 forward that knows nothing of
-// packing, pages or strides, on every attention variant; and its magnitudes against what they
-// bound.
+// packing or strides, on every attention variant a backward runs (paged K/V is forward-only),
+// with kv heads whole and split into parts; and its magnitudes against what they bound.
 #include "oracle/reference_backward.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +107,11 @@ double central_difference(const AttentionCase& c, DenseInputs& in, std::vector<d
   return (above - below) / (2.0 * step);
 }
 
+void expect_gradients_match(const AttentionCase& c, const AttentionProblem& problem,
+                            const AttentionInputs& inputs, const AttentionInputs& dense_inputs,
+                            const std::vector<std::uint16_t>& dense_grad_output,
+                            const std::vector<std::uint16_t>& grad_output, int threads);
+
 // Every gradient element of the oracle against the central difference of its dense twin, within
 // 1e-6 of the element's magnitude (the difference's own error is ~1e-10 of the loss's scale), and
 // every magnitude at least the gradient it scales.
@@ -132,8 +137,21 @@ void expect_gradients_match_differences(const AttentionCase& c) {
       }
     }
   }
-  const ReferenceGradients gradients = reference_backward(
-      problem, {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr}, grad_output.data());
+  // One thread: one item per kv head; eight: kv heads split into parts, whatever the machine.
+  for (const int threads : {1, 8}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    expect_gradients_match(c, problem, inputs, dense_inputs, dense_grad_output, grad_output,
+                           threads);
+  }
+}
+
+void expect_gradients_match(const AttentionCase& c, const AttentionProblem& problem,
+                            const AttentionInputs& inputs, const AttentionInputs& dense_inputs,
+                            const std::vector<std::uint16_t>& dense_grad_output,
+                            const std::vector<std::uint16_t>& grad_output, int threads) {
+  const ReferenceGradients gradients =
+      reference_backward(problem, {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr},
+                         grad_output.data(), threads);
 
   DenseInputs in{widened(dense_inputs.q, c.dtype), widened(dense_inputs.k, c.dtype),
                  widened(dense_inputs.v, c.dtype), widened(dense_grad_output, c.dtype)};
@@ -282,8 +300,15 @@ TEST(ReferenceBackward, AKvHeadSplitIntoPartsForIdleThreadsGivesTheSameGradients
       {&whole.dq, &parts.dq},
       {&whole.dk, &parts.dk},
       {&whole.dv, &parts.dv},
+      {&whole.dq_magnitude, &parts.dq_magnitude},
       {&whole.dk_magnitude, &parts.dk_magnitude},
-      {&whole.query_abs_sum, &parts.query_abs_sum}};
+      {&whole.dv_magnitude, &parts.dv_magnitude},
+      {&whole.key_abs_sum, &parts.key_abs_sum},
+      {&whole.query_abs_sum, &parts.query_abs_sum},
+      {&whole.grad_output_abs_sum, &parts.grad_output_abs_sum},
+      {&whole.output_dot, &parts.output_dot},
+      {&whole.gradient_scale, &parts.gradient_scale},
+      {&whole.largest_weight, &parts.largest_weight}};
   for (const auto& [one, other] : compared) {
     ASSERT_EQ(one->size(), other->size());
     for (std::size_t index = 0; index < one->size(); ++index) {
