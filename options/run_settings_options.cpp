@@ -163,6 +163,21 @@ BenchSettings bench_settings_of(const HarnessOptions& options) {
   return bench;
 }
 
+namespace {
+
+// A bug of the backward pass changes nothing a run's cases execute (forward passes): asked for, it
+// would pass (or time) every case as if it were absent.
+void refuse_backward_plant(std::string_view flag, const std::string& name, PlantedBug plant) {
+  if (plant == PlantedBug::none || planted_bug_info(plant).detector != PlantDetector::backward) {
+    return;
+  }
+  throw HarnessError(std::string(flag) + " " + name +
+                     ": a bug of the backward pass, which the cases of a run do not execute: "
+                     "every case would pass with it (see docs/detection.md, The backward pass)");
+}
+
+}  // namespace
+
 RunSettings run_settings_of(const HarnessOptions& options, const std::string& plugin_kernel,
                             const std::string& reference_plugin_kernel) {
   RunSettings settings;
@@ -175,12 +190,7 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
                        ": a bug of memory or time, which a run survives only contained in "
                        "workers: not with --in-process");
   }
-  if (settings.plant != PlantedBug::none &&
-      planted_bug_info(settings.plant).detector == PlantDetector::backward) {
-    throw HarnessError("--plant " + options.plant +
-                       ": a bug of the backward pass, which the cases of a run do not execute: "
-                       "every case would pass with it (see docs/detection.md, The backward pass)");
-  }
+  refuse_backward_plant("--plant", options.plant, settings.plant);
   settings.kernel = options.kernel.empty() ? plugin_kernel : options.kernel;
   settings.kernel_lib = options.kernel_lib;
   settings.kernel_py_flags = kernel_py_flags_of(options);
@@ -205,6 +215,7 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
         throw HarnessError("--against-plant: unknown planted bug '" + options.against_plant +
                            "' (fuzz_attention --list-kernels lists each kernel's plants)");
       }
+      refuse_backward_plant("--against-plant", options.against_plant, *plant);
       reference.plant = *plant;
     }
   }

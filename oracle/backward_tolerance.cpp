@@ -12,8 +12,9 @@
 //       group's largest
 //   dV: rho = eps_P + u (1 + eps_P) (P rounded), E = (rho (1 + g) + g) dv_magnitude
 //       + eta (1 + g) sum_i |dO_id|
-// Each dS (each P, for dV) is also off by an absolute amount below fp32's normal range, 2^-126
-// (P flushed) times (2 G_i (1 + kappa) + 1), added to eta in the absolute terms above.
+// Below fp32's normal range P = exp(s - L) may be off by 2^-126 (flushed): each dS by
+// 2^-126 (2 G_i (1 + kappa) + 1) (P's error times dP - D, and the product's own), each P for dV by
+// 2^-126; added to eta in the absolute terms above.
 // dK and dV of a GQA group add each head's part rounded to the dtype: u (1 + E/magnitude) of the
 // magnitude, and eta per head. Then allowed = E + u (|grad| + E) + eta, the final rounding.
 #include "oracle/backward_tolerance.h"

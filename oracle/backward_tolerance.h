@@ -22,8 +22,8 @@ enum class GradientTensor { dq, dk, dv };
 std::string_view gradient_tensor_name(GradientTensor tensor);
 
 // A backward is handed O rounded to the dtype and the log-sum-exp rounded to fp32 from the float64
-// forward, so its inputs are off by at most one rounding each: |O_id - O'_id| <= u |O_id| and
-// |L_i - L'_i| <= u32 |L_i|.
+// forward, so its inputs are off by at most one rounding each: |O_id - O'_id| <= u |O_id| + eta
+// and |L_i - L'_i| <= u32 |L_i|.
 class BackwardBound {
  public:
   BackwardBound(const AttentionProblem& problem, const ReferenceAttention& forward,

@@ -24,7 +24,9 @@ BackwardCase::BackwardCase(const AttentionCase& attention_case)
   const AttentionInputs drawn =
       generate_inputs(problem, attention_case.data, attention_case.seed ^ kGradOutputSeed);
   const AttentionTensors drawn_tensors{drawn.q.data(), drawn.k.data(), drawn.v.data(), nullptr};
-  const AttentionTensors original = tensors();
+  // The oracles read the inputs and index arrays alone.
+  const AttentionTensors original =
+      with_index_arrays({inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr}, problem);
   forward = reference_attention(problem, original);
   output.assign(static_cast<std::size_t>(o_span(problem)), 0);
   grad_output.assign(output.size(), 0);

@@ -650,6 +650,12 @@ TEST_F(FuzzAttention, ABackwardPlantIsRefusedWhereNoCaseRunsTheBackwardPass) {
           " --plant backward_rowsum_dropped");
   EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
   EXPECT_THAT(result.err, HasSubstr("--plant backward_rowsum_dropped: a bug of the backward pass"));
+  const RunResult reference =
+      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
+          " --bench --against-plant backward_dk_unscaled");
+  EXPECT_EQ(reference.exit_code, 3) << reference.out << reference.err;
+  EXPECT_THAT(reference.err,
+              HasSubstr("--against-plant backward_dk_unscaled: a bug of the backward pass"));
 }
 
 #if ATTNFUZZ_HAVE_CUDA

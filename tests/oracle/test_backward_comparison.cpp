@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "support/backward_fixture.h"
 
 namespace attnfuzz {
@@ -83,7 +85,9 @@ TEST(BackwardComparison, AnElementPastItsBoundFailsAndIsNamed) {
   EXPECT_THAT(comparison.reason, HasSubstr("dK[b=1, h=0, j=40, d=3] beyond its bound"));
   ASSERT_TRUE(comparison.first_failure);
   EXPECT_EQ(comparison.first_failure->tensor, GradientTensor::dk);
+  // The element's own ratio, finite: about the three bounds it was moved by.
   EXPECT_GT(comparison.bound_ratio, 2.0);
+  EXPECT_LT(comparison.bound_ratio, 4.0);
 }
 
 TEST(BackwardComparison, ANonFiniteElementFails) {
@@ -104,6 +108,17 @@ TEST(BackwardComparison, GradientsPastTheDtypesRangeAreInconclusiveAndFailNothin
   EXPECT_FALSE(comparison.failed);
   EXPECT_TRUE(comparison.inconclusive);
   EXPECT_THAT(comparison.reason, HasSubstr("a correct kernel may overflow"));
+}
+
+TEST(BackwardComparison, AForwardWhoseLogSumExpIsNotFiniteLeavesNothingToJudge) {
+  Gradients gradients(small_case());
+  gradients.forward.log_sum_exp[3] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(BackwardBound(gradients.problem, gradients.forward, gradients.gradients).in_range());
+  gradients.dq_at(0, 0, 0)[0] = 0x7E00;
+  const GradientComparison comparison = gradients.compare();
+  EXPECT_FALSE(comparison.failed);
+  EXPECT_TRUE(comparison.inconclusive);
+  EXPECT_THAT(comparison.reason, HasSubstr("log-sum-exp is not finite"));
 }
 
 TEST(BackwardComparison, ScoresTooLargeToPinDsAreNeverPassedButAWrongElementStillFails) {
