@@ -171,8 +171,8 @@ void add_row_of_key_tile(const BackwardCall& call, std::int64_t head, std::int64
   }
 }
 
-void store_rows(const BackwardCall& call, const std::vector<float>& values, float factor,
-                std::int64_t rows, const auto& row_address) {
+void store_rows(const BackwardCall& call, const float* values, float factor, std::int64_t rows,
+                const auto& row_address) {
   const std::int64_t dim = call.problem.head_dim;
   for (std::int64_t row = 0; row < rows; ++row) {
     std::uint16_t* out = row_address(row);
@@ -184,8 +184,7 @@ void store_rows(const BackwardCall& call, const std::vector<float>& values, floa
 
 // dK = round(scale dK) and dV = round(dV) of one (batch, kv head) from their fp32 sums.
 void store_key_gradients(const BackwardCall& call, std::int64_t batch, std::int64_t kv_head,
-                         std::int64_t seq_k, const std::vector<float>& dk,
-                         const std::vector<float>& dv) {
+                         std::int64_t seq_k, const float* dk, const float* dv) {
   const AttentionProblem& problem = call.problem;
   const float dk_scale = call.planted(PlantedBug::backward_dk_unscaled)
                              ? 1.0f
@@ -229,7 +228,7 @@ void backward_for_group(const BackwardCall& call, GroupWork& work, MisroutedSums
         add_row_of_key_tile(call, head, i, first_key, end_key, work);
       }
     }
-    store_rows(call, work.dq, scale, work.seq_q, [&](std::int64_t i) {
+    store_rows(call, work.dq.data(), scale, work.seq_q, [&](std::int64_t i) {
       return call.gradients.dq + problem.q_row_offset(work.batch, i) +
              head * problem.q_strides.head;
     });
@@ -244,7 +243,7 @@ void backward_for_group(const BackwardCall& call, GroupWork& work, MisroutedSums
     }
   }
   if (misrouted == nullptr) {
-    store_key_gradients(call, work.batch, work.kv_head, work.seq_k, work.dk, work.dv);
+    store_key_gradients(call, work.batch, work.kv_head, work.seq_k, work.dk.data(), work.dv.data());
   }
 }
 
@@ -289,9 +288,8 @@ void cpu_flash_backward(const AttentionProblem& problem, const AttentionTensors&
     GroupWork where;
     group_at(item, where);
     const auto first = static_cast<std::size_t>(item) * rows;
-    const std::vector<float> dk(misrouted.dk.begin() + first, misrouted.dk.begin() + first + rows);
-    const std::vector<float> dv(misrouted.dv.begin() + first, misrouted.dv.begin() + first + rows);
-    store_key_gradients(call, where.batch, where.kv_head, where.seq_k, dk, dv);
+    store_key_gradients(call, where.batch, where.kv_head, where.seq_k, misrouted.dk.data() + first,
+                        misrouted.dv.data() + first);
   }
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
+#include "oracle/row_norm.h"
 #include "oracle/score_row.h"
 #include "oracle/single_threaded_blas.h"
 #include "oracle/softmax_row.h"
@@ -68,14 +69,6 @@ void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t
     }
     widen_to_double(in, dim, dtype, out + row * out_stride);
   }
-}
-
-// Widened fp16/bf16 values cannot overflow a sum of squares in double: no scaling needed.
-double euclidean_norm(const double* values, std::int64_t count) {
-  double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-  for (std::int64_t i = 0; i < count; ++i) sum += values[i] * values[i];
-  return std::sqrt(sum);
 }
 
 // Query rows per item: whole heads when there are enough of them to keep every thread busy,

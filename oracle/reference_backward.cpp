@@ -23,6 +23,7 @@
 #include "core/dtype.h"
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
+#include "oracle/row_norm.h"
 #include "oracle/score_row.h"
 #include "oracle/single_threaded_blas.h"
 #include "oracle/softmax_row.h"
@@ -47,12 +48,6 @@ struct Workspace {
   LargeBuffer<double> dq, dq_magnitude;                    // [rows][dim]
   LargeBuffer<double> query_abs_sum, grad_output_abs_sum;  // [dim], the item's sums
 };
-
-double euclidean_norm(const double* values, std::int64_t count) {
-  double sum = 0.0;
-  for (std::int64_t i = 0; i < count; ++i) sum += values[i] * values[i];
-  return std::sqrt(sum);
-}
 
 void absolute_values(const double* in, std::int64_t count, double* out) {
   for (std::int64_t i = 0; i < count; ++i) out[i] = std::fabs(in[i]);
