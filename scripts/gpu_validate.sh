@@ -9,7 +9,8 @@
 #   tests       the GPU tests of the suite (they skip on a machine without a GPU), in parallel
 #   matrices    corpus/matrix/pr.json, inference.json, training.json and launch_limits.json on
 #               cuda_flash: zero false alarms expected
-#   plants      every planted bug of cuda_flash on corpus/matrix/pr.json: each must fail (exit 1)
+#   plants      every planted bug of cuda_flash (or those --plants names) on corpus/matrix/pr.json
+#               (launch_limits.json for work dropped past a grid limit): each must fail (exit 1)
 #   examples    the example CUDA plugins: version 2 (every variant) passes variants.json and its
 #               planted copy fails it; version 1 passes pr.json
 #   sanitizers  compute-sanitizer memcheck and racecheck of cuda_flash on corpus/matrix/variants.json
@@ -21,9 +22,17 @@
 #               self-compares exit 0, slow_extra_pass plants exit 1 (--gate-repetitions times each)
 #   timing      the seed's 27-case matrix end to end, timed, the whole case on the device and, for
 #               comparison, checked on the host (--host-verification), and beside the seed's own
-#               check in PyTorch (scripts/seed_style_check.py); pr.json end to end, timed;
+#               check in PyTorch (scripts/seed_style_check.py); what a run costs before its cases
+#               (one case of it, and the matrix in one process); pr.json end to end, timed;
 #               bench_cuda_flash beside PyTorch's scaled_dot_product_attention
 #               (scripts/bench_sdpa.py), also on bench.json's shapes
+#   libfuzzer   the libFuzzer target on cuda_flash: a burn-in (scripts/burnin.sh --backend cuda,
+#               --burnin-minutes long: executions, coverage, the memory trace), then each plant
+#               of cuda_flash that changes outputs, which the fuzzer must find within
+#               --fuzz-seconds (--fuzz-plants names a few instead of all)
+#   bridge      the Python bridge rebuilt for --python's interpreter (a CUDA PyTorch's), then
+#               PyTorch's CUDA kernels through it (scripts/real_kernels.sh --gpu; --real-kernels
+#               names a few of them)
 #   slow        pr.json on cuda_naive
 #   suite       the whole test suite
 # Each step is stopped after --step-timeout seconds. Matrix runs use --workers worker processes
@@ -33,13 +42,17 @@
 #   scripts/gpu_validate.sh [--arch 90] [--build-dir build-gpu] [--only GROUP,...]
 #                           [--skip GROUP,...] [--workers 8] [--gate-repetitions 3]
 #                           [--step-timeout 300] [--no-werror] [--prebuilt] [--dry-run]
+#                           [--burnin-minutes 10] [--fuzz-seconds 120] [--fuzz-plants A,B]
+#                           [--python python3] [--real-kernels A,B] [--real-kernels-budget 60]
+#                           [--plants A,B]
 #
 # --no-werror builds with warnings left as warnings (they stay in the record), for a compiler newer
-# than CI's that warns where CI's does not. --quick is --skip slow; --tests-only is
-# --only tests,suite. --dry-run prints every step's command without running anything. --prebuilt
-# runs a build folder that was configured and built on another machine for this GPU's
-# architecture, at the same source path (its tests name files by absolute paths), and carried
-# here: configure and build are skipped; the .deb files of .gpu-deps/ still give it its libraries.
+# than CI's that warns where CI's does not. --quick is --skip slow,libfuzzer,bridge (the long
+# burn-in, and PyTorch, which a runner may lack); --tests-only is --only tests,suite. --dry-run
+# prints every step's command without running anything. --prebuilt runs a build folder that was
+# configured and built on another machine for this GPU's architecture, at the same source path
+# (its tests name files by absolute paths), and carried here: configure and build are skipped; the
+# .deb files of .gpu-deps/ still give it its libraries.
 # Dependencies: where scripts/install_deps.sh can reach Debian's packages it is used; a machine with
 # no registry takes the .deb files of scripts/fetch_gpu_deps.sh from .gpu-deps/, unpacked into the
 # build folder (nothing is installed into /).
@@ -48,7 +61,7 @@ cd "$(dirname "$0")/.." || exit 3
 
 arch=90
 build_dir=build-gpu
-only=tests,matrices,plants,examples,sanitizers,gate,timing,slow,suite
+only=tests,matrices,plants,examples,sanitizers,gate,timing,libfuzzer,bridge,slow,suite
 skip=
 dry_run=0
 prebuilt=0
@@ -57,16 +70,30 @@ werror=ON
 workers=$(( $(nproc) / 2 < 8 ? $(nproc) / 2 : 8 ))
 ((workers < 1)) && workers=1
 gate_repetitions=3
+burnin_minutes=10
+fuzz_seconds=120
+fuzz_plants=
+only_plants=
+python=python3
+real_kernels=
+real_kernels_budget=60
 while (($#)); do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --skip) skip=$2; shift 2 ;;
-    --quick) skip=${skip:+$skip,}slow; shift ;;
+    --quick) skip=${skip:+$skip,}slow,libfuzzer,bridge; shift ;;
     --tests-only) only=tests,suite; shift ;;
     --workers) workers=$2; shift 2 ;;
     --gate-repetitions) gate_repetitions=$2; shift 2 ;;
+    --burnin-minutes) burnin_minutes=$2; shift 2 ;;
+    --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+    --fuzz-plants) fuzz_plants=$2; shift 2 ;;
+    --plants) only_plants=$2; shift 2 ;;
+    --python) python=$2; shift 2 ;;
+    --real-kernels) real_kernels=$2; shift 2 ;;
+    --real-kernels-budget) real_kernels_budget=$2; shift 2 ;;
     --step-timeout) step_timeout=$2; shift 2 ;;
     --no-werror) werror=OFF; shift ;;
     --dry-run) dry_run=1; shift ;;
@@ -77,7 +104,7 @@ while (($#)); do
 done
 for group in ${only//,/ } ${skip//,/ }; do
   case "$group" in
-    tests|matrices|plants|examples|sanitizers|gate|timing|slow|suite) ;;
+    tests|matrices|plants|examples|sanitizers|gate|timing|libfuzzer|bridge|slow|suite) ;;
     *) echo "gpu_validate: unknown group '$group' (see --help)" >&2; exit 3 ;;
   esac
 done
@@ -213,20 +240,29 @@ if wanted matrices; then
   step "launch_limits.json on cuda_flash (past 65535 blocks in grid y or z: chunked launches)" 0 \
     "${matrix_run[@]}" --configs corpus/matrix/launch_limits.json --kernel cuda_flash
 fi
-if wanted plants; then
-  plants=$("$harness" --list-kernels 2>/dev/null | awk '
+# cuda_flash's plants that change a value (the slowdowns are the gate's; the backward pass's run
+# on no case of a forward matrix).
+cuda_flash_plants() {
+  if ((dry_run)); then echo "EACH_PLANT_OF_CUDA_FLASH"; return; fi
+  "$harness" --list-kernels 2>/dev/null | awk '
     $1 == "cuda_flash" {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
     inside && /^    [a-z_0-9]+:/ && !/\[a slowdown/ && !/\[a bug of the backward pass/ {
-      sub(":", "", $1); print $1}')
-  ((dry_run)) && plants="EACH_PLANT_OF_CUDA_FLASH"
-  for plant in $plants; do
+      sub(":", "", $1); print $1}'
+}
+if wanted plants; then
+  plants_to_run=${only_plants//,/ }
+  [[ -n $plants_to_run ]] || plants_to_run=$(cuda_flash_plants)
+  for plant in $plants_to_run; do
     if [[ $plant == missing_syncthreads ]]; then  # a race: racecheck below is its detector
       step "plant $plant on edges.json (a race: the outputs may or may not show it)" any \
         "${matrix_run[@]}" --configs corpus/matrix/edges.json --kernel cuda_flash --plant "$plant"
       continue
     fi
-    step "plant $plant on pr.json (must fail)" 1 "${matrix_run[@]}" --configs corpus/matrix/pr.json \
-      --kernel cuda_flash --plant "$plant" --fail-fast
+    # Work dropped past a grid dimension's 65535 blocks shows only on cases that large.
+    matrix="pr"
+    [[ $plant == *_past_grid_limit_* ]] && matrix=launch_limits
+    step "plant $plant on $matrix.json (must fail)" 1 "${matrix_run[@]}" \
+      --configs "corpus/matrix/$matrix.json" --kernel cuda_flash --plant "$plant" --fail-fast
   done
 fi
 if wanted examples; then
@@ -302,6 +338,12 @@ if wanted timing; then
   step "seed27 matrix end to end, checked on the host (--host-verification), for comparison" 0 \
     bash -c "time '$harness' --configs corpus/matrix/seed27.json --host-verification \
       --json '$build_dir/seed27-host.json'"
+  # What a run pays before its first case (the driver's start in the supervisor, which probes the
+  # device, and in the worker; the worker's context), against what the cases add.
+  step "one case of seed27 end to end (a run's cost before its cases)" 0 \
+    bash -c "time '$harness' --configs corpus/matrix/seed27.json --case seed27/0"
+  step "seed27 matrix end to end in one process (--in-process: one driver start)" 0 \
+    bash -c "time '$harness' --configs corpus/matrix/seed27.json --in-process"
   step "the seed's own check (SDPA against fp32, one allclose per config) beside attnfuzz" any \
     python3 scripts/seed_style_check.py --attnfuzz "$harness"
   step "pr.json on cuda_flash, one worker, end to end" 0 \
@@ -313,6 +355,71 @@ if wanted timing; then
     step "PyTorch SDPA on bench.json's shapes, beside cuda_flash" any \
       python3 scripts/bench_sdpa.py --report "$build_dir/bench.json"
   fi
+fi
+
+# ---- libFuzzer on the GPU ----
+if wanted libfuzzer; then
+  fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
+  burnin_out="$build_dir/burnin-cuda"
+  rm -rf "$burnin_out"
+  step_timeout=$((burnin_minutes * 60 + step_timeout)) \
+    step "burn-in: libFuzzer on cuda_flash for $burnin_minutes min (scripts/burnin.sh --backend cuda)" 0 \
+    env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/burnin.sh --no-build --backend cuda \
+    --kernel cuda_flash --minutes "$burnin_minutes" --out "$burnin_out" \
+    --regressions "$burnin_out/regressions"
+  step "the burn-in's progress lines and memory trace (fuzzer and jobs' RSS, GPU memory used)" any \
+    bash -c "grep -E '^#[0-9]+:' '$burnin_out/fuzzer.log' | sed -n '1p;\$p'; cat '$burnin_out/memory.tsv'"
+  plants_to_find=${fuzz_plants//,/ }
+  if [[ -z $plants_to_find ]]; then
+    # Those the comparison sees: not the race (racecheck's), not the grid limits (no fuzzed case
+    # has 65535 pairs under the fuzzer's work cap).
+    plants_to_find=$(cuda_flash_plants | grep -vE '^missing_syncthreads$|_past_grid_limit_')
+  fi
+  for plant in $plants_to_find; do
+    # Found: the fuzzer wrote a crash file (the comparison, a guard or a fence failed the case).
+    # shellcheck disable=SC2016  # the script's own variables, expanded by its bash
+    step "libFuzzer finds plant $plant on cuda_flash within $fuzz_seconds s" 0 bash -c '
+      fuzzer=$1 plant=$2 seconds=$3
+      work=$(mktemp -d)
+      mkdir "$work/corpus"
+      started=$SECONDS
+      "$fuzzer" --backend=cuda --kernel=cuda_flash --plant="$plant" -max_total_time="$seconds" \
+        -timeout=10 -rss_limit_mb=8192 -dict=corpus/attention.dict -artifact_prefix="$work/" \
+        "$work/corpus" corpus/seeds >"$work/log" 2>&1
+      took=$((SECONDS - started))
+      grep -E "^#[0-9]+" "$work/log" | tail -n 2
+      grep -m 1 -E "reason:|fenced buffer|attnfuzz: kernel" "$work/log"
+      if ls "$work"/crash-* >/dev/null 2>&1; then
+        echo "found in $took s"; rm -rf "$work"; exit 0
+      fi
+      echo "NOT found in $took s"; tail -n 20 "$work/log"; rm -rf "$work"; exit 1' _ \
+      "$fuzzer" "$plant" "$fuzz_seconds"
+  done
+fi
+
+# ---- real libraries' CUDA kernels through the Python bridge ----
+if wanted bridge; then
+  python=$(command -v "$python" || echo "$python")
+  # The carried bridge embeds the Python of the machine it was built on: build it again against
+  # this machine's interpreter (the same minor version, which fuzz_attention checks).
+  # shellcheck disable=SC2016  # the script's own variables, expanded by its bash
+  step "the Python bridge rebuilt for $python" 0 bash -c '
+    python=$1 build_dir=$2
+    read -r include libdir version < <("$python" -c "import sys, sysconfig
+print(sysconfig.get_paths()[\"include\"], sysconfig.get_config_var(\"LIBDIR\"),
+      \"%d.%d\" % sys.version_info[:2])")
+    echo "Python $version: headers $include, libpython in $libdir"
+    "$python" -c "import torch; print(\"torch\", torch.__version__, \"CUDA\", torch.cuda.is_available())"
+    g++ -std=c++20 -O2 -fPIC -shared -Wall -Wextra -Iinclude -I"$build_dir/generated" \
+      -isystem "$include" bridges/python/attnfuzz_python_bridge.cpp -L"$libdir" \
+      -lpython"$version" -Wl,-rpath,"$libdir" -o "$build_dir/libattnfuzz_python.so"' _ \
+    "$python" "$build_dir"
+  step "PyTorch's CUDA attention through the bridge (scripts/real_kernels.sh --gpu)" 0 \
+    bash scripts/real_kernels.sh --gpu --build-dir "$build_dir" --python "$python" \
+    --budget "$real_kernels_budget" ${real_kernels:+--only "$real_kernels"}
+  # shellcheck disable=SC2016  # the script's own variables, expanded by its bash
+  step "the real kernels' outputs" any bash -c \
+    'for f in validation-logs/real-kernels-gpu/*.txt; do echo "== $f"; tail -n 25 "$f"; done'
 fi
 
 # ---- the slow rest ----

@@ -91,6 +91,10 @@ def problem_dict(problem):
         "alibi": bool(problem.alibi), "return_lse": bool(problem.return_lse),
         "varlen_q": bool(problem.varlen_q), "varlen_k": bool(problem.varlen_k),
         "total_q": problem.total_q, "total_k": problem.total_k, "page_size": problem.page_size,
+        # Element strides (batch, seq, head) of each tensor; the last dimension's is 1.
+        **{name + "_strides": (int(s.batch), int(s.seq), int(s.head)) for name, s in (
+            ("q", base.q_strides), ("k", base.k_strides), ("v", base.v_strides),
+            ("o", base.o_strides))},
     }
 
 

@@ -62,6 +62,35 @@ def _no_grouped_heads(problem):
     return None
 
 
+def _flash_cuda_supports(problem):
+    """The flash backend's mask limits, and two of its faults that PyTorch's checks let through
+    (docs/validation/real-kernels.md, with standalone reproductions): rows that are not 16-byte
+    aligned (a CUDA misaligned-address fault, which ends the process's CUDA context) and a batch
+    or head count past the 65535 blocks of a grid dimension (an invalid-argument launch). Declined
+    so that a run goes on to judge the rest."""
+    reason = _needs_no_mask(problem)
+    if reason:
+        return reason
+    strides = [s for name in ("q", "k", "v", "o") for s in problem[name + "_strides"]]
+    if any(s % 8 for s in strides):
+        return ("SDPA's CUDA flash backend faults on rows not 16-byte aligned (strides "
+                "not multiples of 8 elements): PyTorch's bug, docs/validation/real-kernels.md")
+    if problem["batch"] > 65535 or problem["heads"] > 65535:
+        return ("SDPA's CUDA flash backend fails to launch past 65535 sequences or heads: "
+                "PyTorch's bug, docs/validation/real-kernels.md")
+    return None
+
+
+def _cudnn_supports(problem):
+    """cuDNN's limits as PyTorch states them: no grouped heads, no key length of 1."""
+    reason = _no_grouped_heads(problem)
+    if reason:
+        return reason
+    if problem["seq_len_k"] == 1:
+        return "SDPA's cuDNN backend takes no key/value sequence of length 1"
+    return None
+
+
 def _backend_function(backends, name, device="cpu", supports=None):
     def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
                   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse):
@@ -79,13 +108,13 @@ sdpa_math = _backend_function([SDPBackend.MATH], "sdpa_math")
 sdpa_flash = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash")
 sdpa = _backend_function(None, "sdpa")  # PyTorch chooses
 
-# The CUDA backends: CUDA tensors over the harness's device buffers, on its stream. Not yet run on
-# a GPU (scripts/real_kernels.sh --gpu runs them).
+# The CUDA backends: CUDA tensors over the harness's device buffers, on its stream
+# (scripts/real_kernels.sh --gpu runs them; their verdicts are in docs/validation/real-kernels.md).
 sdpa_math_cuda = _backend_function([SDPBackend.MATH], "sdpa_math_cuda", "cuda")
 sdpa_flash_cuda = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash_cuda", "cuda",
-                                    _needs_no_mask)
+                                    _flash_cuda_supports)
 sdpa_efficient_cuda = _backend_function([SDPBackend.EFFICIENT_ATTENTION], "sdpa_efficient_cuda",
                                         "cuda", _no_grouped_heads)
 sdpa_cudnn_cuda = _backend_function([SDPBackend.CUDNN_ATTENTION], "sdpa_cudnn_cuda", "cuda",
-                                    _no_grouped_heads)
+                                    _cudnn_supports)
 sdpa_cuda = _backend_function(None, "sdpa_cuda", "cuda")

@@ -166,6 +166,18 @@ TEST_F(PythonKernel, WhatTheFunctionDeclaresDecidesWhichCasesItGets) {
   EXPECT_THAT(fp16.out, HasSubstr("only fp16, not bfloat16"));
 }
 
+TEST_F(PythonKernel, AttnfuzzSupportsSeesEachTensorsStrides) {
+  // edges/301: B=2 H=4 Sq=65 D=64 BSHD with rows padded by one element: Q's strides are
+  // (65 x 4 x 65, 4 x 65, 65) elements. edges/146: rows padded by 8, aligned, so it runs.
+  const RunResult run = run_python(kMisbehaving, "only_aligned_rows",
+                                   "--configs " + matrix("edges.json") + " --case edges/301");
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("rows not 16-byte aligned: q_strides (16900, 260, 65)"));
+  const RunResult aligned = run_python(kMisbehaving, "only_aligned_rows",
+                                       "--configs " + matrix("edges.json") + " --case edges/146");
+  EXPECT_EQ(aligned.exit_code, 0) << aligned.out << aligned.err;
+}
+
 TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError) {
   const struct {
     std::string spec;

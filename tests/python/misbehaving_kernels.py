@@ -38,6 +38,21 @@ only_fp16.attnfuzz_supports = lambda problem: (
     None if problem["dtype"] == "float16" else "only fp16, not " + problem["dtype"])
 
 
+def only_aligned_rows(q, k, v, out, **keywords):
+    reference(q, k, v, out, **keywords)
+
+
+def _unaligned_strides(problem):
+    for name in ("q", "k", "v", "o"):
+        strides = problem[name + "_strides"]
+        if any(stride % 8 for stride in strides):
+            return "rows not 16-byte aligned: %s_strides %s" % (name, tuple(strides))
+    return None
+
+
+only_aligned_rows.attnfuzz_supports = _unaligned_strides
+
+
 def declares_an_unknown_feature(q, k, v, out, **keywords):
     reference(q, k, v, out, **keywords)
 
