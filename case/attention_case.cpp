@@ -24,12 +24,14 @@ AttentionProblem problem_shape_of(const AttentionCase& attention_case) {
 #define ATTNFUZZ_COPY_IF_layout(member)
 #define ATTNFUZZ_COPY_IF_data(member)
 #define ATTNFUZZ_COPY_IF_kernel(member)
+#define ATTNFUZZ_COPY_IF_passes(member)
 #define ATTNFUZZ_COPY_PROBLEM_FIELD(member, Codec, key, value, use) ATTNFUZZ_COPY_IF_##use(member)
   ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_COPY_PROBLEM_FIELD, ATTNFUZZ_CASE_IGNORE, ATTNFUZZ_CASE_IGNORE)
 #undef ATTNFUZZ_COPY_PROBLEM_FIELD
 #undef ATTNFUZZ_COPY_IF_problem
 #undef ATTNFUZZ_COPY_IF_layout
 #undef ATTNFUZZ_COPY_IF_data
+#undef ATTNFUZZ_COPY_IF_passes
 #undef ATTNFUZZ_COPY_IF_kernel
   problem.softmax_scale = effective_softmax_scale(attention_case);  // 0 in a case: the default
   problem.varlen_q = !problem.seq_lens_q.empty();
@@ -111,6 +113,7 @@ std::string describe_case(const AttentionCase& attention_case) {
   if (attention_case.injection.value != SpecialValue::none) {
     text << " inject=" << format_injection(attention_case.injection);
   }
+  if (attention_case.backward) text << " backward";
   return text.str();
 }
 

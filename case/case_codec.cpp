@@ -125,8 +125,10 @@ constexpr std::size_t kVariantBlockEnd = 44;
 constexpr EncodedField kWideFields[] = {{"wide batch", 47}, {"wide seq_len_q", 50}};
 constexpr std::size_t kWideBlockEnd = 50;
 
-// Variant flags of version 2.
-constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVarlenK = 8;
+// Variant flags of version 2 (the backward pass rides with them: a case of it is not a dense
+// forward case, which is all version 1 holds).
+constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVarlenK = 8,
+                   kFlagBackward = 16;
 
 // Softcap is stored in sixteenths: every value a matrix or generator uses (5, 30, 50, 12.5) is
 // exact, and any two bytes decode to a usable one.
@@ -136,7 +138,7 @@ constexpr std::int64_t kEncodedMaxWindow = 65534;
 // Whether the case needs version 2: it uses one of the attention variants
 // (core/problem_features.h), whose fields only version 2 carries.
 bool has_variants(const AttentionCase& attention_case) {
-  return features_of(problem_shape_of(attention_case)) != 0;
+  return features_of(problem_shape_of(attention_case)) != 0 || attention_case.backward;
 }
 
 // Whether the case needs version 3: a batch or seq_len_q past version 2's limits.
@@ -264,6 +266,7 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
   if (variants) {
     out.put((attention_case.alibi ? kFlagAlibi : 0u) |
                 (attention_case.return_lse ? kFlagReturnLse : 0u) |
+                (attention_case.backward ? kFlagBackward : 0u) |
                 (attention_case.seq_lens_q.empty() ? 0u : kFlagVarlenQ) |
                 (attention_case.seq_lens_k.empty() ? 0u : kFlagVarlenK),
             1);
@@ -375,6 +378,7 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
     const std::uint64_t flags = in.get(1);
     attention_case.alibi = (flags & kFlagAlibi) != 0;
     attention_case.return_lse = (flags & kFlagReturnLse) != 0;
+    attention_case.backward = (flags & kFlagBackward) != 0;
     attention_case.page_size = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxSeqLen + 1));
     attention_case.window_left = static_cast<std::int64_t>(in.get(2) % (kEncodedMaxWindow + 1)) - 1;
     attention_case.window_right =

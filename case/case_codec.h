@@ -8,8 +8,9 @@
 //   kv_heads-1 u8 | group-1 u8 | head_dim index u8 | dtype u8 | row_padding u8 | data u8 |
 //   seed u64 | injection kind u8 | injection tensor u8 | injection count-1 u8 |
 //   softmax scale f64 (0: 1/sqrt(head_dim)) | kernel name length u8 | kernel name
-// Version 2 (a case with any variant) puts before the kernel name length:
-//   variant flags u8 (1 alibi, 2 return_lse, 4 varlen q, 8 varlen k) | page_size u16 |
+// Version 2 (a case with any variant, or the backward pass) puts before the kernel name's length:
+//   variant flags u8 (1 alibi, 2 return_lse, 4 varlen q, 8 varlen k, 16 backward) |
+//   page_size u16 |
 //   window_left+1 u16 | window_right+1 u16 | softcap*16 u16 |
 //   per-sequence query lengths u16 x batch (varlen q) | key lengths u16 x batch (varlen k)
 // each length wrapping into 0 .. seq_len.

@@ -11,7 +11,8 @@
 //   Codec    how its value reads from JSON (with its limits) and writes back (below)
 //   key      its name in matrix files, case files and a report's config
 //   default  its value when no layer of a matrix file sets it
-//   use      what it changes (CaseFieldUse): the problem, the layout, the data or the kernel
+//   use      what it changes (CaseFieldUse): the problem, the layout, the data, the kernel or
+//            the passes that run
 // SHORTHAND(key, first member, second member): a key that sets two fields at once, applied before
 // the keys of those fields (so that "seq_len" with "seq_len_k" sets a longer key length).
 // ALIAS(key, member): another name of a field's key, the earlier harness's name in reports. A
@@ -63,7 +64,8 @@
   FIELD(window_right, WindowExtent, "window_right", -1, problem)           \
   FIELD(softcap, SoftcapValue, "softcap", 0.0, problem)                    \
   FIELD(alibi, OptionalFlag, "alibi", false, problem)                      \
-  FIELD(return_lse, OptionalFlag, "return_lse", false, problem)
+  FIELD(return_lse, OptionalFlag, "return_lse", false, problem)            \
+  FIELD(backward, OptionalFlag, "backward", false, passes)
 
 #define ATTNFUZZ_CASE_IGNORE(...)
 
@@ -82,8 +84,9 @@ inline constexpr std::size_t kCaseFieldCount = 0
     ;
 
 // What a field changes when it changes: the problem a kernel sees, the tensors' layout in memory,
-// the input data, or which kernel runs. tests/case/test_case_schema.cpp checks each field's claim.
-enum class CaseFieldUse : std::uint8_t { problem, layout, data, kernel };
+// the input data, which kernel runs, or which of its passes run (the forward alone, or the
+// backward after it). tests/case/test_case_schema.cpp checks each field's claim.
+enum class CaseFieldUse : std::uint8_t { problem, layout, data, kernel, passes };
 
 // ---- codecs: a field's JSON form and limits ----
 //

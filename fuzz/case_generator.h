@@ -71,6 +71,7 @@ struct KernelReach {
   std::vector<std::int64_t> head_dims;           // empty: every head dim the generator draws
   std::vector<Dtype> dtypes;                     // empty: every dtype
   bool grouped_heads = true;                     // GQA and MQA: more query heads than kv heads
+  bool backward = true;                          // a backward pass ("backward": true cases)
 };
 
 struct CaseLimits {
@@ -379,9 +380,12 @@ inline std::vector<std::int64_t> drawn_sequence_lengths(std::int64_t batch, std:
 // The attention variants on top of `base`'s cases, each on about half the time and shrinking to
 // off: packed query and/or key lengths, paged K/V (pages of 16, 64, 256 rows and an odd one),
 // sliding windows (either side, narrow or wide, with or without causal), soft-capping, ALiBi and
-// the log-sum-exp output. Only the variants in `features` (the kernel's reach) are drawn.
+// the log-sum-exp output; and with `backward` (the kernel has a backward pass), one case in four
+// judges the backward pass too, without paged K/V (which no built-in backward takes). Only the
+// variants in `features` (the kernel's reach) are drawn.
 inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
-                                            std::uint32_t features = kAllProblemFeatures) {
+                                            std::uint32_t features = kAllProblemFeatures,
+                                            bool backward = false) {
   const auto variants =
       rc::gen::tuple(choice<int>({0, 0, 0, 1, 2, 3}),                  // varlen: none, q, k, both
                      choice<std::int64_t>({0, 0, 0, 16, 64, 256, 5}),  // page_size
@@ -390,40 +394,44 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
                      choice<double>({0.0, 0.0, 0.0, 2.5, 5.0, 30.0, 50.0}),  // softcap
                      choice<bool>({false, false, true}),                     // alibi
                      choice<bool>({false, true}),                            // return_lse
-                     uniform<std::uint64_t>(0, std::uint64_t{1} << 32));     // the lengths' seed
-  return rc::gen::map(rc::gen::pair(std::move(base), variants), [features](const auto& drawn) {
-    AttentionCase attention_case = drawn.first;
-    auto [varlen, page_size, window_left, window_right, softcap, alibi, return_lse, lengths_seed] =
-        drawn.second;
-    const auto declared = [features](ProblemFeature feature) {
-      return (features & static_cast<std::uint32_t>(feature)) != 0;
-    };
-    if (!declared(ProblemFeature::varlen)) varlen = 0;
-    if (!declared(ProblemFeature::paged_kv)) page_size = 0;
-    if (!declared(ProblemFeature::sliding_window)) window_left = window_right = -1;
-    if (!declared(ProblemFeature::softcap)) softcap = 0.0;
-    if (!declared(ProblemFeature::alibi)) alibi = false;
-    if (!declared(ProblemFeature::return_lse)) return_lse = false;
-    if (varlen & 1)
-      attention_case.seq_lens_q =
-          drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_q, lengths_seed);
-    if (varlen & 2)
-      attention_case.seq_lens_k =
-          drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_k, ~lengths_seed);
-    attention_case.page_size = page_size;
-    // A page per sequence is most of a pool of many sequences of a few keys (a launch-limit
-    // case's): pages are halved toward the work cap, down to one row, which keeps such a pool
-    // within a few times the cap (packed placements widen its rows).
-    while (attention_case.page_size > 1 && page_pool_elements(attention_case) > kCaseWorkCap) {
-      attention_case.page_size /= 2;
-    }
-    attention_case.window_left = window_left;
-    attention_case.window_right = window_right;
-    attention_case.softcap = softcap;
-    attention_case.alibi = alibi;
-    attention_case.return_lse = return_lse;
-    return attention_case;
-  });
+                     uniform<std::uint64_t>(0, std::uint64_t{1} << 32),      // the lengths' seed
+                     choice<bool>({false, false, false, true}));             // backward
+  return rc::gen::map(
+      rc::gen::pair(std::move(base), variants), [features, backward](const auto& drawn) {
+        AttentionCase attention_case = drawn.first;
+        auto [varlen, page_size, window_left, window_right, softcap, alibi, return_lse,
+              lengths_seed, backward_pass] = drawn.second;
+        const auto declared = [features](ProblemFeature feature) {
+          return (features & static_cast<std::uint32_t>(feature)) != 0;
+        };
+        if (!declared(ProblemFeature::varlen)) varlen = 0;
+        if (!declared(ProblemFeature::paged_kv)) page_size = 0;
+        if (!declared(ProblemFeature::sliding_window)) window_left = window_right = -1;
+        if (!declared(ProblemFeature::softcap)) softcap = 0.0;
+        if (!declared(ProblemFeature::alibi)) alibi = false;
+        if (!declared(ProblemFeature::return_lse)) return_lse = false;
+        attention_case.backward = backward && backward_pass;
+        if (attention_case.backward) page_size = 0;
+        if (varlen & 1)
+          attention_case.seq_lens_q =
+              drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_q, lengths_seed);
+        if (varlen & 2)
+          attention_case.seq_lens_k =
+              drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_k, ~lengths_seed);
+        attention_case.page_size = page_size;
+        // A page per sequence is most of a pool of many sequences of a few keys (a launch-limit
+        // case's): pages are halved toward the work cap, down to one row, which keeps such a pool
+        // within a few times the cap (packed placements widen its rows).
+        while (attention_case.page_size > 1 && page_pool_elements(attention_case) > kCaseWorkCap) {
+          attention_case.page_size /= 2;
+        }
+        attention_case.window_left = window_left;
+        attention_case.window_right = window_right;
+        attention_case.softcap = softcap;
+        attention_case.alibi = alibi;
+        attention_case.return_lse = return_lse;
+        return attention_case;
+      });
 }
 
 // What the property search checks against the oracle (matches_oracle), and the false-alarm bench
@@ -431,7 +439,7 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
 // draw small_case(search_case_limits()) alone: their relations are written for dense cases.)
 // `reach`: what the kernel under test runs (fuzz/kernel_reach.h); default: everything.
 inline rc::Gen<AttentionCase> search_cases(const KernelReach& reach = {}) {
-  return with_variants(small_case(search_case_limits(reach)), reach.features);
+  return with_variants(small_case(search_case_limits(reach)), reach.features, reach.backward);
 }
 
 }  // namespace attnfuzz

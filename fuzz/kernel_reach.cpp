@@ -130,6 +130,10 @@ KernelReach probe_kernel_reach(const CaseRunner& runner) {
       }
     }
   }
+  // The backward pass, asked of a dense case the kernel runs.
+  AttentionCase backward_probe = probe_case(reach.head_dims.front(), dtype);
+  backward_probe.backward = true;
+  reach.backward = runs(backward_probe);
   return reach;
 }
 
@@ -148,6 +152,7 @@ std::string describe_unreached(const KernelReach& reach) {
     }
   }
   if (!reach.grouped_heads) parts.push_back("grouped heads (GQA, MQA)");
+  if (!reach.backward) parts.push_back("the backward pass");
   for (const ProblemFeatureInfo& info : kProblemFeatures) {
     if ((reach.features & static_cast<std::uint32_t>(info.feature)) == 0) {
       parts.push_back(std::string(info.name));
@@ -166,6 +171,7 @@ KernelReach kernel_reach_from_json(const nlohmann::json& json) {
     reach.dtypes.push_back(*dtype);
   }
   reach.grouped_heads = json.at("grouped_heads").get<bool>();
+  reach.backward = json.at("backward").get<bool>();
   return reach;
 }
 
@@ -175,7 +181,8 @@ nlohmann::json kernel_reach_to_json(const KernelReach& reach) {
   return {{"features", reach.features},
           {"head_dims", reach.head_dims},
           {"dtypes", dtypes},
-          {"grouped_heads", reach.grouped_heads}};
+          {"grouped_heads", reach.grouped_heads},
+          {"backward", reach.backward}};
 }
 
 }  // namespace attnfuzz

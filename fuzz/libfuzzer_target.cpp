@@ -61,7 +61,7 @@ struct InputTally {
   std::int64_t fitted = 0;     // over the work cap, run fitted under it
   std::int64_t mutations = 0;  // made by the custom mutator
   std::int64_t rewritten = 0;  // of those, written back: not a case as mutated, or fitted
-  std::int64_t too_long = 0;   // of those, whose case's exact form was longer than -max_len
+  std::int64_t too_long = 0;   // of those, whose case's exact form was longer than max_size
 };
 InputTally tally;
 
@@ -181,7 +181,8 @@ extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, st
 // mutation's work cap, and written in the exact form, so that the input run, and its crash file, is
 // that case exactly. (A custom mutator turns libFuzzer's -len_control off: inputs may be as long as
 // -max_len, 4096 bytes unless set, from the start; a case's exact form is about 40 to 80 bytes.)
-// A case whose exact form is longer than -max_len stays as mutated and runs only if it is a case.
+// A case whose exact form is longer than the mutation's max_size (libFuzzer lowers it at times) is
+// cut to it, which decodes as a case with the cut fields at their defaults.
 extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
                                                std::size_t max_size, unsigned int seed) {
   using namespace attnfuzz;
@@ -195,8 +196,16 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
   }
   if (!rewrite) return size;
   const std::optional<std::vector<std::uint8_t>> bytes = encode_case(attention_case);
-  if (!bytes || bytes->size() > max_size) {
+  if (!bytes) return size;
+  if (bytes->size() > max_size) {
     ++tally.too_long;
+    // Cut to max_size: an input may stop anywhere after its version, the fields cut off taking
+    // their defaults, so the cut form is still a case (unless the cut falls in a kernel's name).
+    if (max_size >= 4 && decode_case({bytes->data(), max_size})) {
+      ++tally.rewritten;
+      std::copy_n(bytes->begin(), max_size, data);
+      return max_size;
+    }
     return size;
   }
   ++tally.rewritten;

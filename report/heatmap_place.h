@@ -45,6 +45,7 @@ constexpr HeatmapPlace heatmap_place(CaseField field) {
     case CaseField::softcap:
     case CaseField::alibi:
     case CaseField::return_lse:
+    case CaseField::backward:
       return HeatmapPlace::panel_axis;
   }
   return HeatmapPlace::unplaced;

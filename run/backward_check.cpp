@@ -3,22 +3,20 @@
 
 #include <algorithm>
 #include <exception>
+#include <new>
+#include <sstream>
 
 #include "oracle/tensor_rows.h"
 #include "run/kernel_inputs.h"
 
 namespace attnfuzz {
-namespace {
-
-AttentionProblem problem_returning_lse(AttentionCase attention_case) {
+AttentionProblem backward_problem_of(AttentionCase attention_case) {
   attention_case.return_lse = true;
   return problem_of(attention_case);
 }
 
-}  // namespace
-
 BackwardCase::BackwardCase(const AttentionCase& attention_case)
-    : problem(problem_returning_lse(attention_case)),
+    : problem(backward_problem_of(attention_case)),
       inputs(generate_inputs(problem, attention_case.data, attention_case.seed,
                              attention_case.injection)) {
   const AttentionInputs drawn =
@@ -57,29 +55,215 @@ AttentionTensors BackwardCase::tensors() const {
   return tensors;
 }
 
-BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase& attention_case,
-                             PlantedBug plant) {
-  const BackwardCase backward_case(attention_case);
+namespace {
+
+// Calls visit(b, head, row, offset) for every row of a gradient tensor laid out as its input (dQ
+// as Q: query heads and rows; dK as K and dV as V: kv heads and key rows), offset from element
+// [0, 0, 0, 0].
+template <typename Visit>
+void for_each_gradient_row(const AttentionProblem& problem, GradientTensor tensor, Visit&& visit) {
+  const bool query = tensor == GradientTensor::dq;
+  const std::int64_t heads = query ? problem.heads : problem.kv_heads;
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    const std::int64_t rows = query ? problem.seq_len_q_of(b) : problem.seq_len_k_of(b);
+    for (std::int64_t row = 0; row < rows; ++row) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const std::int64_t offset = tensor == GradientTensor::dq
+                                        ? problem.q_row_offset(b, row) + h * problem.q_strides.head
+                                    : tensor == GradientTensor::dk
+                                        ? problem.k_row_offset(b, row) + h * problem.k_strides.head
+                                        : problem.v_row_offset(b, row) + h * problem.v_strides.head;
+        visit(b, h, row, offset);
+      }
+    }
+  }
+}
+
+std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tensor) {
+  return tensor == GradientTensor::dq   ? q_span(problem)
+         : tensor == GradientTensor::dk ? k_span(problem)
+                                        : v_span(problem);
+}
+
+// dQ, dK and dV of one run, each in a buffer whose guard margins (before and after) and row
+// padding start as the dtype's poison and must stay so: a write there is a write outside the
+// tensor. Elements of the rows start as poison too, so one left unwritten is not finite.
+class GuardedGradients {
+ public:
+  static constexpr std::int64_t kGuard = kOutputGuardElements;
+
+  explicit GuardedGradients(const AttentionProblem& problem) : problem_(problem) {
+    const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
+    for (const GradientTensor tensor : kTensors) {
+      buffers_[index(tensor)].assign(
+          static_cast<std::size_t>(gradient_span(problem, tensor) + 2 * kGuard), poison);
+    }
+  }
+
+  std::uint16_t* data(GradientTensor tensor) { return buffers_[index(tensor)].data() + kGuard; }
+  const std::uint16_t* data(GradientTensor tensor) const {
+    return buffers_[index(tensor)].data() + kGuard;
+  }
+
+  // One line naming the first write outside dQ's, dK's or dV's elements, or nothing.
+  std::optional<std::string> find_stray_write() const {
+    const std::uint16_t poison = traits_of(problem_.dtype).poison_bits;
+    for (const GradientTensor tensor : kTensors) {
+      const std::vector<std::uint16_t>& buffer = buffers_[index(tensor)];
+      const std::string name(gradient_tensor_name(tensor));
+      const std::int64_t span = gradient_span(problem_, tensor);
+      for (std::int64_t offset = 1; offset <= kGuard; ++offset) {
+        if (buffer[static_cast<std::size_t>(kGuard - offset)] != poison) {
+          return "write before " + name + ": guard element " + std::to_string(offset) +
+                 " before its element [0,0,0,0] was overwritten";
+        }
+      }
+      for (std::int64_t offset = 0; offset < kGuard; ++offset) {
+        if (buffer[static_cast<std::size_t>(kGuard + span + offset)] != poison) {
+          return "write past the end of " + name + ": guard element " + std::to_string(offset) +
+                 " after its last element was overwritten";
+        }
+      }
+      std::vector<bool> in_row(static_cast<std::size_t>(span), false);
+      for_each_gradient_row(problem_, tensor,
+                            [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t offset) {
+                              std::fill_n(in_row.begin() + offset, problem_.head_dim, true);
+                            });
+      for (std::int64_t offset = 0; offset < span; ++offset) {
+        if (!in_row[static_cast<std::size_t>(offset)] &&
+            buffer[static_cast<std::size_t>(kGuard + offset)] != poison) {
+          return "write into " + name + " outside its rows (row padding, or past a sequence's " +
+                 "end) at element offset " + std::to_string(offset);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  // One line naming the first element of `other`'s rows whose bits differ from this run's.
+  std::optional<std::string> find_difference(const GuardedGradients& other, int run) const {
+    for (const GradientTensor tensor : kTensors) {
+      std::optional<std::string> found;
+      for_each_gradient_row(
+          problem_, tensor, [&](std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t at) {
+            for (std::int64_t d = 0; d < problem_.head_dim && !found; ++d) {
+              const std::uint16_t first = data(tensor)[at + d], again = other.data(tensor)[at + d];
+              if (first == again) continue;
+              std::ostringstream text;
+              text << "run " << run
+                   << " wrote other bits than run 1: " << gradient_tensor_name(tensor) << "[b=" << b
+                   << ", h=" << h << (tensor == GradientTensor::dq ? ", i=" : ", j=") << row
+                   << ", d=" << d << "] was " << dtype_to_float(first, problem_.dtype) << ", is "
+                   << dtype_to_float(again, problem_.dtype)
+                   << " (a nondeterministic kernel, e.g. atomics on dQ, is judged run by run "
+                      "with --allow-nondeterminism)";
+              found = text.str();
+            }
+          });
+      if (found) return found;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  static constexpr GradientTensor kTensors[] = {GradientTensor::dq, GradientTensor::dk,
+                                                GradientTensor::dv};
+  static std::size_t index(GradientTensor tensor) { return static_cast<std::size_t>(tensor); }
+
+  AttentionProblem problem_;
+  std::vector<std::uint16_t> buffers_[3];
+};
+
+// What one run of the backward did: its error, its gradients, and the inputs it was handed (their
+// own copies, checked against the case's afterwards).
+struct BackwardRun {
+  std::string error;
+  GuardedGradients gradients;
+  std::optional<std::string> changed_input;
+};
+
+BackwardRun run_backward(const AttentionKernel& kernel, const BackwardCase& backward_case,
+                         PlantedBug plant) {
   const AttentionProblem& problem = backward_case.problem;
-  const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
-  std::vector<std::uint16_t> dq(static_cast<std::size_t>(q_span(problem)), poison);
-  std::vector<std::uint16_t> dk(static_cast<std::size_t>(k_span(problem)), poison);
-  std::vector<std::uint16_t> dv(static_cast<std::size_t>(v_span(problem)), poison);
-  // The kernel reads its own copies of the inputs, and O, the log-sum-exp and dO (which it may not
-  // change either: nothing checks that yet) from the case.
+  BackwardRun run{"", GuardedGradients(problem), std::nullopt};
   const KernelInputs handed = KernelInputs::copy_of(problem, backward_case.inputs);
   std::vector<std::uint16_t> output = backward_case.output;
   std::vector<float> lse = backward_case.lse;
-  BackwardCheck check;
+  std::vector<std::uint16_t> grad_output = backward_case.grad_output;
   try {
-    kernel.backward(problem, handed.bind(output.data(), lse.data()),
-                    {backward_case.grad_output.data(), dq.data(), dk.data(), dv.data()}, plant);
+    kernel.backward(
+        problem, handed.bind(output.data(), lse.data()),
+        {grad_output.data(), run.gradients.data(GradientTensor::dq),
+         run.gradients.data(GradientTensor::dk), run.gradients.data(GradientTensor::dv)},
+        plant);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory: the case is skipped, not failed
   } catch (const std::exception& error) {
-    check.error = error.what();
+    run.error = error.what();
+    return run;
+  }
+  run.changed_input = find_changed_input(problem, backward_case.inputs, handed);
+  const auto first_change = [](const auto& original,
+                               const auto& now) -> std::optional<std::size_t> {
+    const auto [a, b] = std::mismatch(original.begin(), original.end(), now.begin());
+    if (a == original.end()) return std::nullopt;
+    return static_cast<std::size_t>(a - original.begin());
+  };
+  if (!run.changed_input) {
+    if (const auto at = first_change(backward_case.output, output)) {
+      run.changed_input = "the kernel changed its input O at element offset " + std::to_string(*at);
+    } else if (const auto at_lse = first_change(backward_case.lse, lse)) {
+      run.changed_input =
+          "the kernel changed its input log-sum-exp at element offset " + std::to_string(*at_lse);
+    } else if (const auto at_grad = first_change(backward_case.grad_output, grad_output)) {
+      run.changed_input =
+          "the kernel changed its input dO at element offset " + std::to_string(*at_grad);
+    }
+  }
+  return run;
+}
+
+GradientComparison compare_run(const BackwardCase& backward_case, const BackwardRun& run) {
+  return compare_gradients(backward_case.problem, backward_case.forward, backward_case.gradients,
+                           run.gradients.data(GradientTensor::dq),
+                           run.gradients.data(GradientTensor::dk),
+                           run.gradients.data(GradientTensor::dv));
+}
+
+}  // namespace
+
+BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase& attention_case,
+                             PlantedBug plant, int repeats, bool allow_nondeterminism) {
+  const BackwardCase backward_case(attention_case);
+  BackwardCheck check;
+  const BackwardRun first = run_backward(kernel, backward_case, plant);
+  if (!first.error.empty()) {
+    check.error = first.error;
     return check;
   }
-  check.comparison = compare_gradients(problem, backward_case.forward, backward_case.gradients,
-                                       dq.data(), dk.data(), dv.data());
+  check.changed_input = first.changed_input;
+  check.stray_write = first.gradients.find_stray_write();
+  check.comparison = compare_run(backward_case, first);
+  for (int run = 2; run <= repeats && !check.repeat_fault; ++run) {
+    const BackwardRun again = run_backward(kernel, backward_case, plant);
+    const std::string prefix = "run " + std::to_string(run) + ": ";
+    if (!again.error.empty()) {
+      check.repeat_fault = prefix + again.error;
+    } else if (again.changed_input && !first.changed_input) {
+      check.repeat_fault = prefix + *again.changed_input;
+    } else if (std::optional<std::string> stray = again.gradients.find_stray_write()) {
+      check.repeat_fault = prefix + *stray;
+    } else if (!allow_nondeterminism) {
+      check.repeat_fault = first.gradients.find_difference(again.gradients, run);
+    } else if (!check.comparison.failed) {
+      // Each run judged on its own: the figures are the worst's.
+      GradientComparison judged = compare_run(backward_case, again);
+      if (judged.failed || judged.bound_ratio > check.comparison.bound_ratio) {
+        if (judged.failed) judged.reason = prefix + judged.reason;
+        check.comparison = std::move(judged);
+      }
+    }
+  }
   return check;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ namespace attnfuzz {
 // dO of a case: Q's draw from the case's distribution under this other seed, placed where O's rows
 // lie, so that it has the data's scale and both signs.
 inline constexpr std::uint64_t kGradOutputSeed = 0x9e3779b97f4a7c15ull;
+
+// The problem a backward of the case is handed: the case's, with the log-sum-exp (which the
+// backward reads) returned.
+AttentionProblem backward_problem_of(AttentionCase attention_case);
 
 // What a backward is handed for a case (its problem returns the log-sum-exp, which the backward
 // reads) and the float64 results it is judged against.
@@ -42,10 +47,20 @@ struct BackwardCase {
 struct BackwardCheck {
   std::string error;  // the kernel's, when it threw; then nothing was compared
   GradientComparison comparison;
+  // Faults beside the comparison, each one line: an input it was handed changed (Q, K, V and
+  // their index arrays, O, the log-sum-exp, dO); a write outside dQ, dK and dV's elements (their
+  // guard margins and row padding); a later run that failed, wrote astray or (unless
+  // nondeterminism is allowed) differed in a bit from the first.
+  std::optional<std::string> changed_input;
+  std::optional<std::string> stray_write;
+  std::optional<std::string> repeat_fault;
 };
 
-// Runs `kernel`'s backward on the case (the caller has checked backward_support) with `plant`.
+// Runs `kernel`'s backward on the case (the caller has checked backward_support) with `plant`,
+// `repeats` times on the same inputs, each into fresh poisoned gradients. From the second run on,
+// every run must write the first one's bits, or with `allow_nondeterminism` is judged against the
+// oracle on its own (the comparison reported is then the worst run's).
 BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase& attention_case,
-                             PlantedBug plant);
+                             PlantedBug plant, int repeats = 1, bool allow_nondeterminism = false);
 
 }  // namespace attnfuzz

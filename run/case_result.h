@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "case/attention_case.h"
+#include "oracle/backward_comparison.h"
 #include "oracle/tolerance.h"
 #include "perf/kernel_performance.h"
 #include "run/case_timing.h"
@@ -58,6 +59,9 @@ struct CaseResult {
   // --bench: how fast the kernel ran the case, once it passed; absent otherwise.
   std::optional<KernelPerformance> performance;
   std::optional<KnownFailureNote> known_failure;  // present exactly when status is known
+  // The backward pass's judgement, for a case that asks for it ("backward": true) once its
+  // forward has passed; absent otherwise.
+  std::optional<GradientComparison> backward;
 };
 
 }  // namespace attnfuzz

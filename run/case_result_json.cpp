@@ -66,6 +66,22 @@ constexpr Field<Comparison, std::int64_t> kLogSumExpCounts[] = {
     {"rows", &Comparison::lse_rows},
     {"failing_rows", &Comparison::lse_failing_rows},
 };
+// The backward pass's judgement, written only for a case that ran it.
+constexpr Field<GradientComparison, double> kBackwardFigures[] = {
+    {"bound_ratio", &GradientComparison::bound_ratio},
+};
+constexpr Field<GradientComparison, std::int64_t> kBackwardCounts[] = {
+    {"elements", &GradientComparison::elements},
+    {"failing_elements", &GradientComparison::failing_elements},
+};
+// Each gradient's largest error, by its key.
+struct GradientErrorKey {
+  GradientTensor tensor;
+  const char* key;
+};
+constexpr GradientErrorKey kGradientErrorKeys[] = {{GradientTensor::dq, "max_abs_error_q"},
+                                                   {GradientTensor::dk, "max_abs_error_k"},
+                                                   {GradientTensor::dv, "max_abs_error_v"}};
 constexpr Field<RoundingBias, double> kBiasFigures[] = {
     {"outward_z", &RoundingBias::outward_z}, {"outward_steps", &RoundingBias::outward_steps},
     {"upward_z", &RoundingBias::upward_z},   {"upward_steps", &RoundingBias::upward_steps},
@@ -140,6 +156,17 @@ json correctness_to_json(const CaseResult& result) {
         comparison.lse_first_failure.empty() ? json(nullptr) : json(comparison.lse_first_failure);
     correctness["log_sum_exp"] = log_sum_exp;
   }
+  if (result.backward) {
+    const GradientComparison& backward = *result.backward;
+    json object = {{"inconclusive", backward.inconclusive},
+                   {"first_failure", backward.failed ? json(backward.reason) : json(nullptr)}};
+    write_fields(object, backward, kBackwardFigures);
+    write_fields(object, backward, kBackwardCounts);
+    for (const GradientErrorKey& each : kGradientErrorKeys) {
+      object[each.key] = number_or_null(backward.max_abs_error[static_cast<int>(each.tensor)]);
+    }
+    correctness["backward"] = object;
+  }
   return correctness;
 }
 
@@ -204,6 +231,25 @@ ElementReport element_from_json(const json& record, const std::string& pointer) 
     }
   }
   malformed(pointer + "/fault", "unknown fault \"" + fault + "\"");
+}
+
+GradientComparison backward_from_json(const json& object) {
+  const std::string at = "/correctness/backward";
+  GradientComparison backward;
+  read_fields(backward, object, at, kBackwardFigures);
+  read_fields(backward, object, at, kBackwardCounts);
+  for (const GradientErrorKey& each : kGradientErrorKeys) {
+    backward.max_abs_error[static_cast<int>(each.tensor)] = number_at(object, at, each.key);
+  }
+  const json& inconclusive = member(object, at, "inconclusive");
+  if (!inconclusive.is_boolean()) malformed(at + "/inconclusive", "expected a boolean");
+  backward.inconclusive = inconclusive.get<bool>();
+  if (const json& first = member(object, at, "first_failure"); first.is_string()) {
+    backward.failed = true;
+    backward.reason = first.get<std::string>();
+  }
+  backward.passed = !backward.failed && !backward.inconclusive;
+  return backward;
 }
 
 Comparison comparison_from_json(const json& record, bool passed) {
@@ -335,6 +381,10 @@ CaseResult case_result_from_json(const json& record, const AttentionCase& attent
   if (!member(record, "", "correctness").is_null()) {
     result.ran = true;
     result.comparison = comparison_from_json(record, result.status == CaseStatus::pass);
+    const json& correctness = member(record, "", "correctness");
+    if (correctness.contains("backward")) {
+      result.backward = backward_from_json(member(correctness, "/correctness", "backward"));
+    }
   }
   result.timing = timing_from_json(member(record, "", "timing"));
   result.timestamp = text_at(record, "", "timestamp");

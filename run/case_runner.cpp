@@ -21,6 +21,7 @@
 #include "oracle/plain_attention.h"
 #include "oracle/reference_attention.h"
 #include "oracle/tolerance.h"
+#include "run/backward_check.h"
 #include "run/case_evidence.h"
 #include "run/device_case.h"
 #include "run/device_staging.h"
@@ -132,6 +133,13 @@ KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) cons
   } else if (const SupportVerdict verdict = kernel->supports(problem_of(attention_case));
              !verdict.supported) {
     choice.skip_reason = verdict.reason;
+    choice.skip_cause = SkipCause::unsupported;
+  } else if (const SupportVerdict backward =
+                 attention_case.backward
+                     ? kernel->backward_support(backward_problem_of(attention_case))
+                     : SupportVerdict::yes();
+             !backward.supported) {
+    choice.skip_reason = backward.reason;
     choice.skip_cause = SkipCause::unsupported;
   } else {
     choice.kernel = kernel;
@@ -370,6 +378,31 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
     result.skip_cause = SkipCause::inconclusive;
     return finish(CaseStatus::skip,
                   "no output to judge: every sequence of seq_lens_q is empty (no query row)");
+  }
+  // The backward pass, once the forward it differentiates has passed.
+  if (attention_case.backward) {
+    const auto backward_started = std::chrono::steady_clock::now();
+    const BackwardCheck backward =
+        check_backward(*choice.kernel, attention_case, settings_.plant, settings_.repeats,
+                       settings_.allow_nondeterminism);
+    result.timing.backward_seconds = seconds_since(backward_started);
+    if (!backward.error.empty()) {
+      return finish(CaseStatus::fail,
+                    "backward pass: kernel " + choice.name + " failed: " + backward.error);
+    }
+    result.backward = backward.comparison;
+    std::vector<std::string> backward_faults;
+    if (backward.comparison.failed) backward_faults.push_back(backward.comparison.reason);
+    if (backward.changed_input) backward_faults.push_back(*backward.changed_input);
+    if (backward.stray_write) backward_faults.push_back(*backward.stray_write);
+    if (backward.repeat_fault) backward_faults.push_back(*backward.repeat_fault);
+    if (!backward_faults.empty()) {
+      return finish(CaseStatus::fail, "backward pass: " + join_names(backward_faults, "; and "));
+    }
+    if (backward.comparison.inconclusive) {
+      result.skip_cause = SkipCause::inconclusive;
+      return finish(CaseStatus::skip, "backward pass: " + backward.comparison.reason);
+    }
   }
   // Only a kernel that computed the case right is timed: a wrong kernel's speed means nothing.
   if (!settings_.bench.enabled) return finish(CaseStatus::pass, "");

@@ -19,6 +19,8 @@ namespace attnfuzz {
   X(compare_seconds, false,                                                                    \
     "the comparison: every element's bound, the FlashAttention rule, the bias test")           \
   X(oracle_seconds, true, "the reference, the plain reference and the comparison together")    \
+  X(backward_seconds, false,                                                                   \
+    "the backward pass's check: its oracle, the kernel's runs and the comparison")             \
   X(total_seconds, true,                                                                       \
     "the whole case (for a lost worker, from handing the case out to the loss)")
 

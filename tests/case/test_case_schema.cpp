@@ -160,6 +160,12 @@ TEST_P(EachCaseField, ChangesExactlyWhatItsUseSays) {
       EXPECT_TRUE(same_inputs(inputs_of(changed), inputs_of(base))) << key;
       EXPECT_NE(changed.kernel, base.kernel);
       break;
+    case CaseFieldUse::passes:
+      // The forward's problem, data and kernel stay; what changes is which passes run.
+      EXPECT_FALSE(shape_changed || strides_changed || abi_changed) << key;
+      EXPECT_TRUE(same_inputs(inputs_of(changed), inputs_of(base))) << key;
+      EXPECT_NE(changed.backward, base.backward);
+      break;
   }
 }
 
@@ -212,12 +218,14 @@ TEST_P(EachCaseField, IsPartOfTheDenseProblemOrAFeatureAKernelDeclares) {
 }
 
 TEST_P(EachCaseField, NeedsTheBinaryFormsSecondVersionExactlyWhenItIsAVariant) {
-  // Version 1's bytes hold the dense problem, the layout, the data and the kernel; a variant needs
-  // version 2, and a dense case keeps version 1 (the bytes that saved corpora hold).
+  // Version 1's bytes hold the dense problem, the layout, the data and the kernel; a variant (or
+  // the backward pass, a bit of the variants' flags) needs version 2, and a dense forward case
+  // keeps version 1 (the bytes that saved corpora hold).
   const std::string& key = GetParam();
   const auto bytes = encode_case(with_alternative(key));
   ASSERT_TRUE(bytes);
-  const bool variant = use_of(key) == CaseFieldUse::problem && !kDenseProblemKeys.contains(key);
+  const bool variant = (use_of(key) == CaseFieldUse::problem && !kDenseProblemKeys.contains(key)) ||
+                       use_of(key) == CaseFieldUse::passes;
   EXPECT_EQ((*bytes)[3], variant ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion) << key;
 }
 

@@ -644,18 +644,35 @@ TEST_F(
   EXPECT_EQ(plant_names(cpu_flash_kernel().plants()), algorithm_plants);
 }
 
-TEST_F(FuzzAttention, ABackwardPlantIsRefusedWhereNoCaseRunsTheBackwardPass) {
-  const RunResult result =
-      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
-          " --plant backward_rowsum_dropped");
-  EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
-  EXPECT_THAT(result.err, HasSubstr("--plant backward_rowsum_dropped: a bug of the backward pass"));
+TEST_F(FuzzAttention, TheBackwardMatrixPassesTheCorrectKernelAndFailsEveryBackwardPlant) {
+  const std::string matrix =
+      "--backend cpu --in-process --configs " +
+      quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/backward.json");
+  const RunResult correct = run(matrix);
+  EXPECT_EQ(correct.exit_code, 0) << correct.out << correct.err;
+  EXPECT_THAT(correct.out, Not(HasSubstr("SKIP"))) << "cpu_flash has a backward for each case";
+  for (const PlantedBugInfo& info : kPlantedBugs) {
+    if (info.detector != PlantDetector::backward) continue;
+    const RunResult planted = run(matrix + " --fail-fast --plant " + std::string(info.name));
+    EXPECT_EQ(planted.exit_code, 1) << info.name << "\n" << planted.out << planted.err;
+    EXPECT_THAT(planted.out, HasSubstr("reason: backward pass: d")) << info.name;
+  }
+  // A benchmark times forward passes only: a backward plant as its reference is refused.
   const RunResult reference =
       run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
           " --bench --against-plant backward_dk_unscaled");
   EXPECT_EQ(reference.exit_code, 3) << reference.out << reference.err;
   EXPECT_THAT(reference.err,
               HasSubstr("--against-plant backward_dk_unscaled: a bug of the backward pass"));
+}
+
+TEST_F(FuzzAttention, ABackwardCaseOnAKernelWithoutABackwardIsSkippedNamingWhy) {
+  const RunResult result =
+      run("--backend cpu --in-process --configs " +
+          quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/backward.json") +
+          " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_V2_PLUGIN)));
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("has no backward pass"));
 }
 
 #if ATTNFUZZ_HAVE_CUDA

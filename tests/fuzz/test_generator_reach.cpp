@@ -134,6 +134,7 @@ const ReachAxis kReachAxes[] = {
     {"softcap", [](const AttentionCase& c) { return std::string(c.softcap > 0 ? "on" : "off"); }},
     {"alibi", [](const AttentionCase& c) { return std::string(c.alibi ? "on" : "off"); }},
     {"return_lse", [](const AttentionCase& c) { return std::string(c.return_lse ? "on" : "off"); }},
+    {"backward", [](const AttentionCase& c) { return std::string(c.backward ? "on" : "off"); }},
     {"past a grid y/z launch limit (65535 blocks)",
      [](const AttentionCase& c) {
        return std::string(c.seq_len_q > kMaxGridYZ         ? "query rows"
@@ -152,7 +153,8 @@ void sort_into(Classes& classes, const AttentionCase& attention_case) {
 TEST(GeneratorReach, TheSearchDrawsEveryValueClassTheCorrectnessMatricesHold) {
   Classes in_matrices;
   std::map<std::string, std::string> example;  // "axis: class" -> a case id holding it
-  for (const char* matrix : {"pr.json", "inference.json", "training.json", "sanitize.json"}) {
+  for (const char* matrix :
+       {"pr.json", "inference.json", "training.json", "sanitize.json", "backward.json"}) {
     for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
       sort_into(in_matrices, attention_case);
       for (const ReachAxis& axis : kReachAxes) {

@@ -39,6 +39,7 @@ TEST(KernelReach, CpuFlashRunsEveryVariantBothDtypesAndItsOwnHeadDims) {
   std::vector<std::int64_t> dims = reach.head_dims;
   std::sort(dims.begin(), dims.end());
   EXPECT_EQ(dims, (std::vector<std::int64_t>{32, 64, 96, 128, 256}));
+  EXPECT_TRUE(reach.backward);
   EXPECT_EQ(describe_unreached(reach), "head dims 80 160 192 16");
 }
 
@@ -50,10 +51,13 @@ TEST(KernelReach, AVersion1PluginIsOfferedNoVariantAndEveryHeadDimItRuns) {
   for (const ProblemFeatureInfo& info : kProblemFeatures) {
     EXPECT_NE(describe_unreached(reach).find(info.name), std::string::npos) << info.name;
   }
+  EXPECT_FALSE(reach.backward);
+  EXPECT_NE(describe_unreached(reach).find("the backward pass"), std::string::npos);
   const rc::Gen<AttentionCase> generator = search_cases(reach);
   for (int index = 0; index < kDraws; ++index) {
     const AttentionCase attention_case = drawn(generator, index);
     ASSERT_EQ(features_of(problem_of(attention_case)), 0u) << describe_case(attention_case);
+    ASSERT_FALSE(attention_case.backward) << describe_case(attention_case);
   }
 }
 
@@ -101,7 +105,8 @@ TEST(KernelReach, AFeatureTheKernelRunsInOneFormOnlyIsStillOffered) {
   const KernelReach reach = probe_kernel_reach(CaseRunner(settings_for("test_picky_flash")));
   EXPECT_EQ(reach.features, kAllProblemFeatures);
   EXPECT_FALSE(reach.grouped_heads);
-  EXPECT_EQ(describe_unreached(reach), "head dims 80 160 192 16, grouped heads (GQA, MQA)");
+  EXPECT_EQ(describe_unreached(reach),
+            "head dims 80 160 192 16, grouped heads (GQA, MQA), the backward pass");
 }
 
 TEST(KernelReach, AKernelThatRunsNothingHereIsOfferedEverything) {
@@ -134,6 +139,25 @@ TEST(KernelReach, TheSearchDrawsNoVariantTheKernelLacksAndEveryOneItHas) {
     }
     EXPECT_GT(used, kDraws / 10) << info.name << " is drawn too rarely for a kernel that has it";
   }
+}
+
+TEST(KernelReach, TheSearchDrawsTheBackwardPassOnlyForAKernelThatHasOne) {
+  KernelReach with_backward;
+  KernelReach without_backward;
+  without_backward.backward = false;
+  const rc::Gen<AttentionCase> having = search_cases(with_backward);
+  const rc::Gen<AttentionCase> lacking = search_cases(without_backward);
+  int backward_cases = 0;
+  for (int index = 0; index < kDraws; ++index) {
+    const AttentionCase attention_case = drawn(having, index);
+    if (attention_case.backward) {
+      ++backward_cases;
+      ASSERT_EQ(attention_case.page_size, 0) << "no built-in backward takes paged K/V";
+    }
+    ASSERT_FALSE(drawn(lacking, index).backward);
+  }
+  EXPECT_GT(backward_cases, kDraws / 10);
+  EXPECT_LT(backward_cases, kDraws / 2);
 }
 
 TEST(KernelReach, AKernelWithoutGroupedHeadsIsOfferedOnlyMha) {

@@ -20,7 +20,7 @@ TEST(SeedCorpus, EverySeedDecodesUnderTheWorkCapAsSavedAndRunsOnCpuFlash) {
   RunSettings settings;
   settings.backend = Backend::cpu;
   const CaseRunner runner(settings);
-  int seeds = 0, passed = 0, long_rows = 0;
+  int seeds = 0, passed = 0, long_rows = 0, backward_seeds = 0;
   std::uint32_t features_seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(
            std::filesystem::path(ATTNFUZZ_SOURCE_DIR) / "corpus" / "seeds")) {
@@ -42,12 +42,15 @@ TEST(SeedCorpus, EverySeedDecodesUnderTheWorkCapAsSavedAndRunsOnCpuFlash) {
     if (result.status == CaseStatus::pass) ++passed;
     if (seed->seq_len_k > 1024) ++long_rows;
     features_seen |= features_of(problem_of(*seed));
+    backward_seeds += seed->backward ? 1 : 0;
   }
   EXPECT_GE(seeds, 150);
   EXPECT_GE(passed, seeds * 9 / 10);
   EXPECT_GE(long_rows, 10);  // the long rows of edges.json, fitted but long
   // The cases of variants.json: every variant has seeds for the fuzzer to mutate from.
   EXPECT_EQ(features_seen, kAllProblemFeatures);
+  // The cases of backward.json: the fuzzer starts from the backward pass too.
+  EXPECT_GE(backward_seeds, 10);
 }
 
 }  // namespace

@@ -121,6 +121,33 @@ TEST(CaseResultJson, TheLogSumExpCheckIsWrittenOnlyForACaseThatReturnsItAndComes
   EXPECT_EQ(back.comparison.lse_first_failure, original.comparison.lse_first_failure);
 }
 
+TEST(CaseResultJson, TheBackwardJudgementIsWrittenOnlyForACaseThatRanItAndComesBack) {
+  CaseResult original = failed_result();
+  EXPECT_FALSE(case_to_json(original).at("correctness").contains("backward"));
+  original.attention_case.backward = true;
+  GradientComparison& backward = original.backward.emplace();
+  backward.failed = true;
+  backward.reason = "dK[b=1, h=0, j=40, d=3] beyond its bound: expected 0.5, got 0.25";
+  backward.elements = 123456;
+  backward.failing_elements = 77;
+  backward.bound_ratio = 512.25;
+  backward.max_abs_error[0] = 1e-3;
+  backward.max_abs_error[1] = 0.25;
+  backward.max_abs_error[2] = std::numeric_limits<double>::infinity();
+  const json record = json::parse(case_to_json(original).dump());
+  const json& written = record.at("correctness").at("backward");
+  EXPECT_EQ(written.at("failing_elements"), 77);
+  EXPECT_EQ(written.at("max_abs_error_k"), 0.25);
+  EXPECT_TRUE(written.at("max_abs_error_v").is_null()) << "not finite: null";
+  EXPECT_EQ(written.at("first_failure"), backward.reason);
+  const CaseResult back = case_result_from_json(record, original.attention_case);
+  ASSERT_TRUE(back.backward.has_value());
+  EXPECT_TRUE(back.backward->failed);
+  EXPECT_EQ(back.backward->reason, backward.reason);
+  EXPECT_EQ(back.backward->max_abs_error[1], 0.25);
+  EXPECT_EQ(case_to_json(back).dump(), case_to_json(original).dump());
+}
+
 TEST(CaseResultJson, ACaseWhoseOracleFailedHasNoErrorFiguresNotARowOfZeros) {
   CaseResult result = failed_result();
   result.comparison = Comparison{};

@@ -30,6 +30,8 @@ inline AttentionCase base_case() {
 
 // Another valid value of every field's key, as a matrix file would write it.
 inline const std::map<std::string, nlohmann::json>& alternative_values() {
+  // One key a line, in the schema's order: packed two a line, a key is hard to find.
+  // clang-format off
   static const std::map<std::string, nlohmann::json> values = {
       {"batch", 3},
       {"heads", 8},
@@ -55,7 +57,9 @@ inline const std::map<std::string, nlohmann::json>& alternative_values() {
       {"softcap", 20.0},
       {"alibi", true},
       {"return_lse", true},
+      {"backward", true},
   };
+  // clang-format on
   return values;
 }
 
