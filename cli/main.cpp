@@ -25,6 +25,7 @@
 #include "core/harness_error.h"
 #include "core/text.h"
 #include "fuzz/contained_property_check.h"
+#include "kernels/planted_bug.h"
 #include "options/harness_options.h"
 #include "options/run_settings_options.h"
 #include "report/build_info.h"
@@ -109,6 +110,14 @@ int run_matrix(const HarnessOptions& options, const RunSettings& settings, int a
   if (!options.save_cases.empty()) return save_cases(cases, options.save_cases);
   const CaseRunner runner(settings);
   for (const AttentionCase& attention_case : cases) runner.validate(attention_case);
+  // A bug of the backward pass changes nothing a forward-only case checks: every case would pass.
+  if (settings.plant != PlantedBug::none &&
+      planted_bug_info(settings.plant).detector == PlantDetector::backward &&
+      std::none_of(cases.begin(), cases.end(), [](const AttentionCase& c) { return c.backward; })) {
+    throw HarnessError("--plant " + options.plant +
+                       ": a bug of the backward pass, and no case of this run judges the backward "
+                       "pass (\"backward\": true; corpus/matrix/backward.json has such cases)");
+  }
   const CaseRunSettings case_run = case_run_settings(options, argc, argv);
   check_outputs(options);
 

@@ -199,12 +199,15 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
   if (!bytes) return size;
   if (bytes->size() > max_size) {
     ++tally.too_long;
-    // Cut to max_size: an input may stop anywhere after its version, the fields cut off taking
-    // their defaults, so the cut form is still a case (unless the cut falls in a kernel's name).
-    if (max_size >= 4 && decode_case({bytes->data(), max_size})) {
-      ++tally.rewritten;
-      std::copy_n(bytes->begin(), max_size, data);
-      return max_size;
+    // Cut to at most max_size: an input may stop anywhere after its version, the fields cut off
+    // taking their defaults; a cut inside the scale or a kernel's name is no case, so the cut
+    // steps back to the longest one that is.
+    for (std::size_t cut = max_size; cut >= 4; --cut) {
+      if (decode_case({bytes->data(), cut})) {
+        ++tally.rewritten;
+        std::copy_n(bytes->begin(), cut, data);
+        return cut;
+      }
     }
     return size;
   }

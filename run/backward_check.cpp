@@ -85,6 +85,21 @@ std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tenso
                                         : v_span(problem);
 }
 
+// The margin after a gradient: wide enough that one written with another tensor's strides, or with
+// a packed sequence's rows taken from the wrong end, lands in it rather than in foreign memory
+// (as output_trailing_guard_elements does for O).
+std::int64_t trailing_guard_elements(const AttentionProblem& problem, GradientTensor tensor) {
+  const std::int64_t widest =
+      std::max({q_span(problem), k_span(problem), v_span(problem), o_span(problem)});
+  const std::int64_t packed =
+      tensor == GradientTensor::dq
+          ? (problem.varlen_q ? problem.seq_len_q * problem.q_strides.seq : 0)
+          : (problem.varlen_k
+                 ? problem.seq_len_k * std::max(problem.k_strides.seq, problem.v_strides.seq)
+                 : 0);
+  return kOutputGuardElements + packed + widest - gradient_span(problem, tensor);
+}
+
 // dQ, dK and dV of one run, each in a buffer whose guard margins (before and after) and row
 // padding start as the dtype's poison and must stay so: a write there is a write outside the
 // tensor. Elements of the rows start as poison too, so one left unwritten is not finite.
@@ -96,7 +111,9 @@ class GuardedGradients {
     const std::uint16_t poison = traits_of(problem.dtype).poison_bits;
     for (const GradientTensor tensor : kTensors) {
       buffers_[index(tensor)].assign(
-          static_cast<std::size_t>(gradient_span(problem, tensor) + 2 * kGuard), poison);
+          static_cast<std::size_t>(kGuard + gradient_span(problem, tensor) +
+                                   trailing_guard_elements(problem, tensor)),
+          poison);
     }
   }
 
@@ -118,7 +135,8 @@ class GuardedGradients {
                  " before its element [0,0,0,0] was overwritten";
         }
       }
-      for (std::int64_t offset = 0; offset < kGuard; ++offset) {
+      const std::int64_t trailing = trailing_guard_elements(problem_, tensor);
+      for (std::int64_t offset = 0; offset < trailing; ++offset) {
         if (buffer[static_cast<std::size_t>(kGuard + span + offset)] != poison) {
           return "write past the end of " + name + ": guard element " + std::to_string(offset) +
                  " after its last element was overwritten";

@@ -361,7 +361,8 @@ fi
 if wanted libfuzzer; then
   fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
   burnin_out="$build_dir/burnin-cuda"
-  rm -rf "$burnin_out"
+  ((dry_run)) || rm -rf "$burnin_out"
+  step "the libFuzzer target is built ($fuzzer)" 0 test -x "$fuzzer"
   step_timeout=$((burnin_minutes * 60 + step_timeout)) \
     step "burn-in: libFuzzer on cuda_flash for $burnin_minutes min (scripts/burnin.sh --backend cuda)" 0 \
     env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/burnin.sh --no-build --backend cuda \

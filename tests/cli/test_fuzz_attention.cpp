@@ -657,6 +657,12 @@ TEST_F(FuzzAttention, TheBackwardMatrixPassesTheCorrectKernelAndFailsEveryBackwa
     EXPECT_EQ(planted.exit_code, 1) << info.name << "\n" << planted.out << planted.err;
     EXPECT_THAT(planted.out, HasSubstr("reason: backward pass: d")) << info.name;
   }
+  // Where no case judges the backward pass, a backward plant would pass everything: refused.
+  const RunResult forward_only =
+      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +
+          " --plant backward_rowsum_dropped");
+  EXPECT_EQ(forward_only.exit_code, 3) << forward_only.out << forward_only.err;
+  EXPECT_THAT(forward_only.err, HasSubstr("no case of this run judges the backward pass"));
   // A benchmark times forward passes only: a backward plant as its reference is refused.
   const RunResult reference =
       run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/edges.json") +

@@ -145,7 +145,7 @@ TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {
       ++passed;
     }
   }
-  EXPECT_EQ(passed, 78 + 301);
+  EXPECT_GE(passed, 78 + 303);  // the two matrices' cases when this was written; they only grow
 }
 
 TEST(PluginKernel, AWindowWiderThanEverySequenceReachesAPluginClampedToTheSequences) {

@@ -48,7 +48,7 @@ try:
     error = (out.float() - reference).abs().max().item()
     print("ran: max |error| against fp32 SDPA %.3g" % error)
 except Exception as e:
-    print("raised %s: %s" % (type(e).__name__, str(e).splitlines()[0]))
+    print("raised %s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0]))
 """
 
 
@@ -56,8 +56,12 @@ def main():
     import torch
     print("torch", torch.__version__, "on", torch.cuda.get_device_name(0))
     for name, args in CASES.items():
-        run = subprocess.run([sys.executable, "-c", CHILD, repr(args)], capture_output=True,
-                             text=True, timeout=120)
+        try:
+            run = subprocess.run([sys.executable, "-c", CHILD, repr(args)], capture_output=True,
+                                 text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            print("%-48s %s" % (name + ":", "no answer in 120 s (a hang)"))
+            continue
         lines = [line for line in (run.stdout + run.stderr).splitlines()
                  if line and "Warning" not in line and "scaled_dot_product" not in line]
         print("%-48s %s" % (name + ":", lines[-1] if lines else "exit %d" % run.returncode))
