@@ -159,6 +159,8 @@ void write_time_by_step(std::ostream& out, const RunReport& report) {
   out << "time by step (s, summed over the cases that ran):";
   for (const CaseTimingStep& step : kCaseTimingSteps) {
     if (step.member == &CaseTiming::oracle_seconds) continue;  // the sum of the three after it
+    // A run of forward passes alone has no backward step to show.
+    if (step.member == &CaseTiming::backward_seconds && sum.backward_seconds == 0.0) continue;
     std::string_view name = step.name;
     name.remove_suffix(std::string_view("_seconds").size());
     // Transfers happen within the kernel's and the repeats' steps: a part, not a step.

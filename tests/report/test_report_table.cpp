@@ -107,6 +107,18 @@ TEST(ReportTable, SummaryCountsGroupsSkipReasonsAndEndsWithTheCiLine) {
       "1 passed, 1 failed, 3 skipped\n");
 }
 
+TEST(ReportTable, TheBackwardStepShowsOnlyWhenACaseRanTheBackwardPass) {
+  RunReport report;
+  report.results = {case_result("m/0", CaseStatus::pass, ""),
+                    case_result("m/1", CaseStatus::pass, "")};
+  report.results[1].timing.backward_seconds = 0.25;
+  summarize(report);
+  std::ostringstream out;
+  write_table_summary(out, report);
+  EXPECT_NE(out.str().find(" compare 1.000 backward 0.250 total 2.500\n"), std::string::npos)
+      << out.str();
+}
+
 TEST(ReportTable, SummaryWithoutSkipsHasNoSkipSection) {
   RunReport report;
   report.results = {case_result("m/0", CaseStatus::pass, ""),
