@@ -135,7 +135,8 @@ class GuardedGradients {
                  " before its element [0,0,0,0] was overwritten";
         }
       }
-      const std::int64_t trailing = trailing_guard_elements(problem_, tensor);
+      // The margin after the tensor: what the buffer holds beyond it (sized at construction).
+      const std::int64_t trailing = static_cast<std::int64_t>(buffer.size()) - kGuard - span;
       for (std::int64_t offset = 0; offset < trailing; ++offset) {
         if (buffer[static_cast<std::size_t>(kGuard + span + offset)] != poison) {
           return "write past the end of " + name + ": guard element " + std::to_string(offset) +
