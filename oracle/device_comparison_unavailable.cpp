@@ -6,9 +6,9 @@
 
 namespace attnfuzz {
 
-std::span<const RowCheck> check_rows_on_device(const AttentionProblem&, const DeviceReferenceView&,
-                                               const std::uint16_t*, const float*, double,
-                                               const DeclaredNumerics&) {
+Comparison compare_rows_on_device(const AttentionProblem&, const DeviceReferenceView&,
+                                  const std::uint16_t*, const float*, double,
+                                  const DeclaredNumerics&) {
   throw std::runtime_error("the device comparison needs CUDA, and this build has none");
 }
 

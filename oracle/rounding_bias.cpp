@@ -44,25 +44,21 @@ void RoundingBiasTest::end_row(std::uint64_t row_fingerprint) {
 
 void RoundingBiasTest::add_row(const RowBiasSample& row, std::uint64_t row_fingerprint) {
   if (!(row.weight > 0.0) || !seen_rows_.insert(row_fingerprint)) return;
-  const double outward = row.outward / row.weight;
-  const double upward = row.upward / row.weight;
-  outward_sum_ += outward;
-  outward_squares_ += outward * outward;
-  upward_sum_ += upward;
-  upward_squares_ += upward * upward;
-  plain_outward_sum_ += row.plain_outward / row.weight;
-  plain_upward_sum_ += row.plain_upward / row.weight;
-  ++rows_;
+  sums_.add(row);
 }
 
 RoundingBias RoundingBiasTest::result() const {
+  return rounding_bias_of(sums_);
+}
+
+RoundingBias rounding_bias_of(const BiasSums& sums) {
   RoundingBias bias;
-  bias.rows = rows_;
-  summarize(outward_sum_, outward_squares_, rows_, bias.outward_z, bias.outward_steps);
-  summarize(upward_sum_, upward_squares_, rows_, bias.upward_z, bias.upward_steps);
-  if (rows_ > 0) {
-    bias.plain_outward_steps = plain_outward_sum_ / static_cast<double>(rows_);
-    bias.plain_upward_steps = plain_upward_sum_ / static_cast<double>(rows_);
+  bias.rows = sums.rows;
+  summarize(sums.outward, sums.outward_squares, sums.rows, bias.outward_z, bias.outward_steps);
+  summarize(sums.upward, sums.upward_squares, sums.rows, bias.upward_z, bias.upward_steps);
+  if (sums.rows > 0) {
+    bias.plain_outward_steps = sums.plain_outward / static_cast<double>(sums.rows);
+    bias.plain_upward_steps = sums.plain_upward / static_cast<double>(sums.rows);
   }
   bias.ratio =
       std::max(bias_closeness(bias.outward_z, bias.outward_steps, bias.plain_outward_steps),

@@ -105,6 +105,41 @@ struct RowBiasSample {
   }
 };
 
+// The test's sums over the rows sampled so far: each row's sample is its weighted mean error.
+struct BiasSums {
+  double outward = 0.0, outward_squares = 0.0;
+  double upward = 0.0, upward_squares = 0.0;
+  double plain_outward = 0.0, plain_upward = 0.0;
+  std::int64_t rows = 0;
+
+  // One row's sample (its weight > 0).
+  ATTNFUZZ_HOST_DEVICE void add(const RowBiasSample& row) {
+    const double row_outward = row.outward / row.weight;
+    const double row_upward = row.upward / row.weight;
+    outward += row_outward;
+    outward_squares += row_outward * row_outward;
+    upward += row_upward;
+    upward_squares += row_upward * row_upward;
+    plain_outward += row.plain_outward / row.weight;
+    plain_upward += row.plain_upward / row.weight;
+    ++rows;
+  }
+
+  // The samples of other rows.
+  ATTNFUZZ_HOST_DEVICE void merge(const BiasSums& other) {
+    outward += other.outward;
+    outward_squares += other.outward_squares;
+    upward += other.upward;
+    upward_squares += other.upward_squares;
+    plain_outward += other.plain_outward;
+    plain_upward += other.plain_upward;
+    rows += other.rows;
+  }
+};
+
+// The test's result over the rows whose samples `sums` holds.
+RoundingBias rounding_bias_of(const BiasSums& sums);
+
 // Accumulates the samples row by row: begin_row, add for each element, end_row; or a whole row's
 // sample at once (add_row).
 class RoundingBiasTest {
@@ -126,11 +161,7 @@ class RoundingBiasTest {
  private:
   RoundingSteps steps_;
   RowBiasSample row_;  // the row in progress
-  // Over the rows so far.
-  double outward_sum_ = 0.0, outward_squares_ = 0.0;
-  double upward_sum_ = 0.0, upward_squares_ = 0.0;
-  double plain_outward_sum_ = 0.0, plain_upward_sum_ = 0.0;
-  std::int64_t rows_ = 0;
+  BiasSums sums_;      // over the rows so far
   FingerprintSet seen_rows_;
 };
 

@@ -137,81 +137,75 @@ std::string inconclusive_row_reason(const ToleranceTerms& terms, std::int64_t b,
 
 // Gathers the rows' checks (check_row), in (b, h, i) order, into a comparison's element figures,
 // its first failure and worst element, its inconclusive rows, the bias test and the plain
-// reference's largest error. The sums run in that order whoever checked the rows.
+// reference's largest error: row by row (add), or from a summary made elsewhere and the checks of
+// the rows it names (name_row).
 class ComparisonBuilder {
  public:
+  // For rows to come one by one (add).
   ComparisonBuilder(const AttentionProblem& problem, const ToleranceTerms& terms)
-      : terms_(terms),
-        bias_(problem.dtype, problem.batch * problem.heads * problem.seq_len_q),
-        head_dim_(static_cast<double>(problem.head_dim)) {}
+      : terms_(terms), head_dim_(static_cast<double>(problem.head_dim)) {
+    seen_rows_.reserve(static_cast<std::size_t>(problem.batch * problem.heads * problem.seq_len_q));
+  }
+  // For rows summarised elsewhere (name_row for the rows the summary names).
+  ComparisonBuilder(const AttentionProblem& problem, const ToleranceTerms& terms,
+                    const RowsSummary& summary)
+      : terms_(terms), summary_(summary), head_dim_(static_cast<double>(problem.head_dim)) {}
 
-  void add(std::int64_t b, std::int64_t h, std::int64_t i, const RowCheck& row,
+  // Row (b, h, i), whose index in the compact order is `index`.
+  void add(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t index, const RowCheck& row,
            Comparison& result) {
-    if (row.failing > 0 && !result.first_failure) {
+    // Rows with the same expected values count once in the bias test: the first of them.
+    const bool bias_sample =
+        row.judgeable && row.bias.weight > 0.0 && seen_rows_.insert(row.fingerprint);
+    summary_.add(index, row, head_dim_, bias_sample);
+    name_row(b, h, i, index, row, result);
+  }
+
+  // What the report says of row (b, h, i) where the summary names it.
+  void name_row(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t index,
+                const RowCheck& row, Comparison& result) const {
+    if (index == summary_.first_failing_row) {
       result.first_failure = element_report(b, h, i, row.first_failure);
     }
-    if (row.worst.dim >= 0 && (row.worst.ratio > result.bound_ratio || result.elements == 0)) {
-      result.bound_ratio = row.worst.ratio;
-      result.worst_element = element_report(b, h, i, row.worst);
-    }
-    result.elements += row.elements;
-    result.failing_elements += row.failing;
-    nonfinite_ += row.nonfinite;
-    result.max_abs_error = std::max(result.max_abs_error, row.max_abs_error);
-    result.max_rel_error = std::max(result.max_rel_error, row.max_rel_error);
-    abs_error_sum_ += row.abs_error_sum;
-    plain_max_error_ = std::isinf(plain_max_error_) || std::isinf(row.plain_max_error)
-                           ? std::numeric_limits<double>::infinity()
-                           : std::max(plain_max_error_, row.plain_max_error);
-    add_moments(row);
-    if (row.judgeable) {
-      bias_.add_row(row.bias, row.fingerprint);
-    } else if (result.inconclusive_rows++ == 0) {
+    if (index == summary_.worst_row) result.worst_element = element_report(b, h, i, row.worst);
+    if (index == summary_.first_inconclusive_row) {
       result.inconclusive_reason =
           inconclusive_row_reason(terms_, b, h, i, row.spread, row.oracle_overflowed);
     }
   }
 
-  // The mean error, the correlation and the bias test; any non-finite element makes the first two
-  // undefined and the maximum error infinite. Returns the plain reference's largest error.
+  // The figures, the mean error, the correlation and the bias test; any non-finite element makes
+  // the mean and the correlation undefined and the maximum error infinite. Returns the plain
+  // reference's largest error.
   double finish(Comparison& result) const {
+    result.elements = summary_.elements;
+    result.failing_elements = summary_.failing;
+    result.inconclusive_rows = summary_.inconclusive_rows;
+    result.bound_ratio = summary_.worst_row >= 0 ? summary_.worst_ratio : 0.0;
+    result.max_abs_error = summary_.max_abs_error;
+    result.max_rel_error = summary_.max_rel_error;
     const double count = static_cast<double>(std::max<std::int64_t>(result.elements, 1));
-    result.mean_abs_error =
-        nonfinite_ > 0 ? std::numeric_limits<double>::quiet_NaN() : abs_error_sum_ / count;
-    if (nonfinite_ > 0) {
+    result.mean_abs_error = summary_.nonfinite > 0 ? std::numeric_limits<double>::quiet_NaN()
+                                                   : summary_.abs_error_sum / count;
+    if (summary_.nonfinite > 0) {
       result.max_abs_error = std::numeric_limits<double>::infinity();
       result.correlation = std::numeric_limits<double>::quiet_NaN();
     } else {
-      result.correlation = squares_expected_ > 0.0 && squares_actual_ > 0.0
-                               ? co_moment_ / std::sqrt(squares_expected_ * squares_actual_)
-                               : (squares_expected_ == squares_actual_ ? 1.0 : 0.0);
+      const double squares_expected = summary_.squares_expected;
+      const double squares_actual = summary_.squares_actual;
+      result.correlation = squares_expected > 0.0 && squares_actual > 0.0
+                               ? summary_.co_moment / std::sqrt(squares_expected * squares_actual)
+                               : (squares_expected == squares_actual ? 1.0 : 0.0);
     }
-    result.bias = bias_.result();
-    return plain_max_error_;
+    result.bias = rounding_bias_of(summary_.bias);
+    return summary_.plain_max_error;
   }
 
  private:
-  // Chan, Golub and LeVeque's pairwise update: the row's head_dim values joined to those so far.
-  void add_moments(const RowCheck& row) {
-    const double before = values_, total = values_ + head_dim_;
-    const double delta_expected = row.mean_expected - mean_expected_;
-    const double delta_actual = row.mean_actual - mean_actual_;
-    const double weight = before * head_dim_ / total;
-    squares_expected_ += row.squares_expected + delta_expected * delta_expected * weight;
-    squares_actual_ += row.squares_actual + delta_actual * delta_actual * weight;
-    co_moment_ += row.co_moment + delta_expected * delta_actual * weight;
-    mean_expected_ += delta_expected * head_dim_ / total;
-    mean_actual_ += delta_actual * head_dim_ / total;
-    values_ = total;
-  }
-
   const ToleranceTerms& terms_;
-  RoundingBiasTest bias_;
+  RowsSummary summary_;
   double head_dim_;
-  std::int64_t nonfinite_ = 0;
-  double abs_error_sum_ = 0.0, plain_max_error_ = 0.0;
-  double values_ = 0.0, mean_expected_ = 0.0, mean_actual_ = 0.0;
-  double squares_expected_ = 0.0, squares_actual_ = 0.0, co_moment_ = 0.0;
+  FingerprintSet seen_rows_;
 };
 
 // Every row's log-sum-exp against its bound. A row that sees no key must hold an infinity: -inf
@@ -459,8 +453,8 @@ Comparison compare_to_reference(const AttentionProblem& problem,
                             output_row(problem, output, b, i, h),
                             plain.empty() ? nullptr : &plain[row_index * dim],
                             static_cast<std::uint64_t>(kv_head)};
-        builder.add(b, h, i, check_row(row, dim, terms, steps, poison, relative_floor, widen),
-                    result);
+        builder.add(b, h, i, row_index,
+                    check_row(row, dim, terms, steps, poison, relative_floor, widen), result);
       }
     }
   }
@@ -484,11 +478,37 @@ Comparison comparison_of_rows(const AttentionProblem& problem, std::span<const R
     for (std::int64_t h = 0; h < problem.heads; ++h) {
       for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
         if (next == rows.size()) throw std::invalid_argument("comparison_of_rows: too few rows");
-        builder.add(b, h, i, rows[next++], result);
+        const auto index = static_cast<std::int64_t>(next);
+        builder.add(b, h, i, index, rows[next++], result);
       }
     }
   }
   if (next != rows.size()) throw std::invalid_argument("comparison_of_rows: too many rows");
+  conclude(problem, terms, numerics, max_abs_expected, builder.finish(result), result);
+  return result;
+}
+
+Comparison comparison_of_summary(const AttentionProblem& problem, const RowsSummary& summary,
+                                 const NamedRowChecks& named, double max_abs_expected,
+                                 const DeclaredNumerics& numerics) {
+  if (problem.return_lse || problem.varlen_q || problem.varlen_k) {
+    throw std::invalid_argument(
+        "comparison_of_summary: takes neither packed sequences nor the log-sum-exp");
+  }
+  const ToleranceTerms terms(problem, numerics);
+  Comparison result;
+  ComparisonBuilder builder(problem, terms, summary);
+  const std::pair<std::int64_t, const RowCheck*> rows[] = {
+      {summary.first_failing_row, &named.first_failing},
+      {summary.worst_row, &named.worst},
+      {summary.first_inconclusive_row, &named.first_inconclusive}};
+  for (const auto& [index, row] : rows) {
+    if (index < 0) continue;
+    const std::int64_t i = index % problem.seq_len_q;
+    const std::int64_t h = (index / problem.seq_len_q) % problem.heads;
+    const std::int64_t b = index / (problem.seq_len_q * problem.heads);
+    builder.name_row(b, h, i, index, *row, result);
+  }
   conclude(problem, terms, numerics, max_abs_expected, builder.finish(result), result);
   return result;
 }

@@ -16,6 +16,7 @@
 #include "oracle/reference_attention.h"
 #include "oracle/rounding_bias.h"
 #include "oracle/row_check.h"
+#include "oracle/rows_summary.h"
 
 namespace attnfuzz {
 
@@ -112,5 +113,12 @@ double max_abs_expected(const LargeBuffer<double>& expected);
 // compared by compare_to_reference() only.
 Comparison comparison_of_rows(const AttentionProblem& problem, std::span<const RowCheck> rows,
                               double max_abs_expected, const DeclaredNumerics& numerics = {});
+
+// The same from the rows' summary (oracle/rows_summary.h) and the checks of the rows it names,
+// for a problem whose sequences are all as long as the longest, without the log-sum-exp: what
+// comparison_of_rows() gives for rows that make that summary.
+Comparison comparison_of_summary(const AttentionProblem& problem, const RowsSummary& summary,
+                                 const NamedRowChecks& named, double max_abs_expected,
+                                 const DeclaredNumerics& numerics = {});
 
 }  // namespace attnfuzz

@@ -121,12 +121,14 @@ for crash in "$out"/crashes/crash-*; do
   echo "burnin: crash $name ($(wc -c < "$crash") -> $(wc -c < "$minimized") bytes) saved as $regressions/$name.json"
 done
 
-# Memory growth: the median of the last quarter of samples against the first quarter's.
-growth=$(awk -F'\t' 'NR > 1 {rss[n++] = $2} END {
+# Memory growth: the mean of the last quarter of samples against the first quarter's, from 10 s on
+# (the sample at 0 s is of a fuzzer still loading: its start is not growth).
+growth=$(awk -F'\t' 'NR > 1 && $1 >= 10 {rss[n++] = $2} END {
   if (n < 30) {print "unknown"; exit}
   q = int(n / 4); a = 0; b = 0
   for (i = 0; i < q; i++) {a += rss[i]; b += rss[n - 1 - i]}
   printf "%.0f", (b - a) / q}' "$out/memory.tsv")
+samples=$(awk -F'\t' 'NR > 1 && $1 >= 10 {n++} END {print n + 0}' "$out/memory.tsv")
 
 # Executions: in fork mode libFuzzer prints no final stat:: lines, but a progress line
 # "#N: cov: ... " after each job, N counting every job's runs so far; the last one is the total.
@@ -141,7 +143,7 @@ echo "  executions:      $executions"
 echo "  corpus:          $(find "$corpus" -type f | wc -l) inputs ($corpus)"
 echo "  crashes:         $found (minimized and kept: $kept; nondeterministic: $nondeterministic)"
 echo "  out of memory:   $out_of_memory jobs (over -rss_limit_mb)"
-echo "  RSS growth:      ${growth} KiB (last quarter vs first quarter of $(($(wc -l < "$out/memory.tsv") - 1)) samples; judged from 30)"
+echo "  RSS growth:      ${growth} KiB (last quarter vs first quarter of $samples samples from 10 s on; judged from 30)"
 status=0
 ((found == 0 && out_of_memory == 0)) || status=1
 if [[ $growth != unknown ]] && ((growth > 65536)); then

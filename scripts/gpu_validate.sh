@@ -27,9 +27,10 @@
 #               bench_cuda_flash beside PyTorch's scaled_dot_product_attention
 #               (scripts/bench_sdpa.py), also on bench.json's shapes
 #   libfuzzer   the libFuzzer target on cuda_flash: a burn-in (scripts/burnin.sh --backend cuda,
-#               --burnin-minutes long: executions, coverage, the memory trace), then each plant
-#               of cuda_flash that changes outputs, which the fuzzer must find within
-#               --fuzz-seconds (--fuzz-plants names a few instead of all)
+#               --burnin-minutes long, 0 for none: executions, coverage, the memory trace), then
+#               each plant of cuda_flash that changes outputs, which the fuzzer must find within
+#               --fuzz-seconds (--fuzz-plants names a few instead of all, none for none),
+#               --fuzz-jobs searches at a time (they share the GPU)
 #   bridge      the Python bridge rebuilt for --python's interpreter (a CUDA PyTorch's), then
 #               PyTorch's CUDA kernels through it (scripts/real_kernels.sh --gpu; --real-kernels
 #               names a few of them)
@@ -43,8 +44,8 @@
 #                           [--skip GROUP,...] [--workers 8] [--gate-repetitions 3]
 #                           [--step-timeout 300] [--no-werror] [--prebuilt] [--dry-run]
 #                           [--burnin-minutes 10] [--fuzz-seconds 120] [--fuzz-plants A,B]
-#                           [--python python3] [--real-kernels A,B] [--real-kernels-budget 60]
-#                           [--plants A,B]
+#                           [--fuzz-jobs 1] [--python python3] [--real-kernels A,B]
+#                           [--real-kernels-budget 60] [--plants A,B] [--record FILE]
 #
 # --no-werror builds with warnings left as warnings (they stay in the record), for a compiler newer
 # than CI's that warns where CI's does not. --quick is --skip slow,libfuzzer,bridge (the long
@@ -52,7 +53,9 @@
 # prints every step's command without running anything. --prebuilt runs a build folder that was
 # configured and built on another machine for this GPU's architecture, at the same source path
 # (its tests name files by absolute paths), and carried here: configure and build are skipped; the
-# .deb files of .gpu-deps/ still give it its libraries.
+# .deb files of .gpu-deps/ still give it its libraries. --record names the record's file, so that
+# runs of different groups at the same time (sharing the GPU) keep a record each. Relative paths
+# (--build-dir, --record) are taken from the repository's root.
 # Dependencies: where scripts/install_deps.sh can reach Debian's packages it is used; a machine with
 # no registry takes the .deb files of scripts/fetch_gpu_deps.sh from .gpu-deps/, unpacked into the
 # build folder (nothing is installed into /).
@@ -73,7 +76,9 @@ gate_repetitions=3
 burnin_minutes=10
 fuzz_seconds=120
 fuzz_plants=
+fuzz_jobs=1
 only_plants=
+record=
 python=python3
 real_kernels=
 real_kernels_budget=60
@@ -90,6 +95,8 @@ while (($#)); do
     --burnin-minutes) burnin_minutes=$2; shift 2 ;;
     --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
     --fuzz-plants) fuzz_plants=$2; shift 2 ;;
+    --fuzz-jobs) fuzz_jobs=$2; shift 2 ;;
+    --record) record=$2; shift 2 ;;
     --plants) only_plants=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
     --real-kernels) real_kernels=$2; shift 2 ;;
@@ -108,6 +115,10 @@ for group in ${only//,/ } ${skip//,/ }; do
     *) echo "gpu_validate: unknown group '$group' (see --help)" >&2; exit 3 ;;
   esac
 done
+[[ $burnin_minutes =~ ^[0-9]+$ ]] ||
+  { echo "gpu_validate: --burnin-minutes takes a whole number (0: no burn-in)" >&2; exit 3; }
+[[ $fuzz_jobs =~ ^[1-9][0-9]*$ ]] ||
+  { echo "gpu_validate: --fuzz-jobs takes a positive whole number" >&2; exit 3; }
 # wanted GROUP: whether the run includes that group of steps.
 wanted() { [[ ",$only," == *",$1,"* && ",$skip," != *",$1,"* ]]; }
 # --devices 0,0,...: $workers worker processes on GPU 0.
@@ -118,7 +129,7 @@ if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 gpu=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo no-gpu) | head -n 1)
 slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/^-//; s/-$//')
-record="validation-logs/$(date -u +%Y-%m-%d)-${slug}.md"
+record=${record:-"validation-logs/$(date -u +%Y-%m-%d)-${slug}.md"}
 harness="$build_dir/fuzz_attention"
 failures=0
 last_status=0
@@ -127,7 +138,7 @@ last_status=0
 if ((dry_run)); then
   record=/dev/stdout
 else
-  mkdir -p validation-logs
+  mkdir -p validation-logs "$(dirname "$record")"
   {
     echo "# GPU validation: $gpu"
     echo
@@ -188,7 +199,8 @@ step() {
 cmake_args=(-S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DATTNFUZZ_WERROR=$werror"
   "-DCMAKE_CUDA_ARCHITECTURES=$arch")
 if [[ -d .gpu-deps ]] && ls .gpu-deps/*.deb >/dev/null 2>&1; then
-  prefix="$PWD/$build_dir/deps"
+  prefix="$build_dir/deps"
+  [[ $prefix == /* ]] || prefix="$PWD/$prefix"
   if ((!dry_run)); then
     mkdir -p "$prefix"
     for package in .gpu-deps/*.deb; do dpkg-deb -x "$package" "$prefix"; done
@@ -358,44 +370,69 @@ if wanted timing; then
 fi
 
 # ---- libFuzzer on the GPU ----
+# find_plant FUZZER PLANT SECONDS: libFuzzer on cuda_flash with the plant until it finds it (the
+# comparison, a guard or a fence failed a case: a crash file) or the time is up; exit 0 if found.
+# Stopped --step-timeout seconds past its time, as a step would be.
+find_plant() {
+  local fuzzer=$1 plant=$2 seconds=$3 work started took
+  work=$(mktemp -d)
+  mkdir "$work/corpus"
+  local search=("$fuzzer" --backend=cuda --kernel=cuda_flash --plant="$plant"
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=8192 -dict=corpus/attention.dict
+    -artifact_prefix="$work/" "$work/corpus" corpus/seeds)
+  echo "\$ ${search[*]}"
+  started=$SECONDS
+  timeout --kill-after=10 "$((seconds + step_timeout))" "${search[@]}" >"$work/log" 2>&1
+  took=$((SECONDS - started))
+  grep -E "^#[0-9]+" "$work/log" | tail -n 2
+  grep -m 1 -E "reason:|fenced buffer|attnfuzz: kernel" "$work/log"
+  if ls "$work"/crash-* >/dev/null 2>&1; then
+    echo "found in $took s"; rm -rf "$work"; return 0
+  fi
+  echo "NOT found in $took s"; tail -n 20 "$work/log"; rm -rf "$work"; return 1
+}
 if wanted libfuzzer; then
   fuzzer="$build_dir/libfuzzer/fuzz_attention_libfuzzer"
   burnin_out="$build_dir/burnin-cuda"
-  ((dry_run)) || rm -rf "$burnin_out"
   step "the libFuzzer target is built ($fuzzer)" 0 test -x "$fuzzer"
-  step_timeout=$((burnin_minutes * 60 + step_timeout)) \
-    step "burn-in: libFuzzer on cuda_flash for $burnin_minutes min (scripts/burnin.sh --backend cuda)" 0 \
-    env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/burnin.sh --no-build --backend cuda \
-    --kernel cuda_flash --minutes "$burnin_minutes" --out "$burnin_out" \
-    --regressions "$burnin_out/regressions"
-  step "the burn-in's progress lines and memory trace (fuzzer and jobs' RSS, GPU memory used)" any \
-    bash -c "grep -E '^#[0-9]+:' '$burnin_out/fuzzer.log' | sed -n '1p;\$p'; cat '$burnin_out/memory.tsv'"
+  if ((burnin_minutes > 0)); then
+    ((dry_run)) || rm -rf "$burnin_out"
+    step_timeout=$((burnin_minutes * 60 + step_timeout)) \
+      step "burn-in: libFuzzer on cuda_flash for $burnin_minutes min (scripts/burnin.sh --backend cuda)" 0 \
+      env ATTNFUZZ_BUILD_DIR="$build_dir" bash scripts/burnin.sh --no-build --backend cuda \
+      --kernel cuda_flash --minutes "$burnin_minutes" --out "$burnin_out" \
+      --regressions "$burnin_out/regressions"
+    step "the burn-in's progress lines and memory trace (fuzzer and jobs' RSS, GPU memory used)" any \
+      bash -c "grep -E '^#[0-9]+:' '$burnin_out/fuzzer.log' | sed -n '1p;\$p'; cat '$burnin_out/memory.tsv'"
+  fi
   plants_to_find=${fuzz_plants//,/ }
-  if [[ -z $plants_to_find ]]; then
+  [[ $plants_to_find == none ]] && plants_to_find=
+  if [[ -z $fuzz_plants ]]; then
     # Those the comparison sees: not the race (racecheck's), not the grid limits (no fuzzed case
     # has 65535 pairs under the fuzzer's work cap).
     plants_to_find=$(cuda_flash_plants | grep -vE '^missing_syncthreads$|_past_grid_limit_')
   fi
+  # --fuzz-jobs searches at a time, each into a file of its own; each is recorded as a step once
+  # all have ended (a step then only reads its search's output and exit code).
+  searches=$(mktemp -d)
+  running=0
   for plant in $plants_to_find; do
-    # Found: the fuzzer wrote a crash file (the comparison, a guard or a fence failed the case).
-    # shellcheck disable=SC2016  # the script's own variables, expanded by its bash
-    step "libFuzzer finds plant $plant on cuda_flash within $fuzz_seconds s" 0 bash -c '
-      fuzzer=$1 plant=$2 seconds=$3
-      work=$(mktemp -d)
-      mkdir "$work/corpus"
-      started=$SECONDS
-      "$fuzzer" --backend=cuda --kernel=cuda_flash --plant="$plant" -max_total_time="$seconds" \
-        -timeout=10 -rss_limit_mb=8192 -dict=corpus/attention.dict -artifact_prefix="$work/" \
-        "$work/corpus" corpus/seeds >"$work/log" 2>&1
-      took=$((SECONDS - started))
-      grep -E "^#[0-9]+" "$work/log" | tail -n 2
-      grep -m 1 -E "reason:|fenced buffer|attnfuzz: kernel" "$work/log"
-      if ls "$work"/crash-* >/dev/null 2>&1; then
-        echo "found in $took s"; rm -rf "$work"; exit 0
-      fi
-      echo "NOT found in $took s"; tail -n 20 "$work/log"; rm -rf "$work"; exit 1' _ \
-      "$fuzzer" "$plant" "$fuzz_seconds"
+    if ((dry_run)); then
+      printf '## search (%s at a time): find_plant %s %s %s\n' "$fuzz_jobs" "$fuzzer" "$plant" "$fuzz_seconds"
+      continue
+    fi
+    (find_plant "$fuzzer" "$plant" "$fuzz_seconds" >"$searches/$plant.log" 2>&1
+     echo $? >"$searches/$plant.status") &
+    running=$((running + 1))
+    if ((running >= fuzz_jobs)); then wait -n; running=$((running - 1)); fi
   done
+  wait
+  for plant in $plants_to_find; do
+    # shellcheck disable=SC2016  # the script's own variables, expanded by its bash
+    step "libFuzzer finds plant $plant on cuda_flash within $fuzz_seconds s ($fuzz_jobs at a time)" 0 \
+      bash -c 'cat "$1.log"; exit "$(cat "$1.status")"' _ "$searches/$plant"
+  done
+  rm -rf "$searches"
 fi
 
 # ---- real libraries' CUDA kernels through the Python bridge ----

@@ -62,34 +62,45 @@ def _no_grouped_heads(problem):
     return None
 
 
-def _flash_cuda_supports(problem):
-    """The flash backend's mask limits, and two of its faults that PyTorch's checks let through
-    (docs/validation/real-kernels.md, with standalone reproductions): rows that are not 16-byte
-    aligned (a CUDA misaligned-address fault, which ends the process's CUDA context) and a batch
-    or head count past the 65535 blocks of a grid dimension (an invalid-argument launch). Declined
-    so that a run goes on to judge the rest."""
-    reason = _needs_no_mask(problem)
-    if reason:
-        return reason
+def _unaligned_rows_or_past_grid(problem, backend):
+    """Two faults of SDPA's CUDA backends that PyTorch's checks let through
+    (docs/validation/real-kernels.md, with standalone reproductions): Q, K or V rows that are not
+    16-byte aligned (strides not multiples of 8 elements: the flash backend faults, cuDNN returns
+    wrong values silently, NaN where the rows' padding holds NaN) and a batch or head count past
+    the 65535 blocks of a grid dimension (flash and cuDNN fail to launch). Declined so that a run
+    goes on to judge the rest."""
     # O is not handed to SDPA (the adapter copies its result into it): Q, K and V only.
     strides = [s for name in ("q", "k", "v") for s in problem[name + "_strides"]]
     if any(s % 8 for s in strides):
-        return ("SDPA's CUDA flash backend faults on rows not 16-byte aligned (strides "
-                "not multiples of 8 elements): PyTorch's bug, docs/validation/real-kernels.md")
+        return (f"SDPA's {backend} is wrong on rows not 16-byte aligned (strides not multiples "
+                "of 8 elements): PyTorch's bug, docs/validation/real-kernels.md")
     if problem["batch"] > 65535 or problem["heads"] > 65535:
-        return ("SDPA's CUDA flash backend fails to launch past 65535 sequences or heads: "
-                "PyTorch's bug, docs/validation/real-kernels.md")
+        return (f"SDPA's {backend} fails past 65535 sequences or heads: PyTorch's bug, "
+                "docs/validation/real-kernels.md")
     return None
 
 
+def _flash_cuda_supports(problem):
+    """The flash backend's mask limits and its faults (above)."""
+    return _needs_no_mask(problem) or _unaligned_rows_or_past_grid(problem, "CUDA flash backend")
+
+
 def _cudnn_supports(problem):
-    """cuDNN's limits as PyTorch states them: no grouped heads, no key length of 1."""
+    """cuDNN's limits as PyTorch states them (no grouped heads, no key length of 1) and its faults
+    (above)."""
     reason = _no_grouped_heads(problem)
     if reason:
         return reason
     if problem["seq_len_k"] == 1:
         return "SDPA's cuDNN backend takes no key/value sequence of length 1"
-    return None
+    return _unaligned_rows_or_past_grid(problem, "cuDNN backend")
+
+
+def _default_choice_cuda_supports(problem):
+    """PyTorch's own choice takes cuDNN or flash where it can, with their faults (above). Where it
+    would take the efficient or math backend instead, the decline costs those cases (PyTorch does
+    not say beforehand which backend it takes)."""
+    return _unaligned_rows_or_past_grid(problem, "choice of backend (cuDNN or flash)")
 
 
 def _backend_function(backends, name, device="cpu", supports=None):
@@ -118,4 +129,4 @@ sdpa_efficient_cuda = _backend_function([SDPBackend.EFFICIENT_ATTENTION], "sdpa_
                                         "cuda", _no_grouped_heads)
 sdpa_cudnn_cuda = _backend_function([SDPBackend.CUDNN_ATTENTION], "sdpa_cudnn_cuda", "cuda",
                                     _cudnn_supports)
-sdpa_cuda = _backend_function(None, "sdpa_cuda", "cuda")
+sdpa_cuda = _backend_function(None, "sdpa_cuda", "cuda", _default_choice_cuda_supports)

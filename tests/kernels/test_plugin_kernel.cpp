@@ -227,10 +227,11 @@ TEST(PluginKernel, TheCudaVersion2ExamplePassesEveryVariantAndEveryEdgeCaseOnThe
   if (!cuda_device_status().usable) {
     GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description;
   }
-  int passed = 0;
+  int cases = 0, passed = 0;
   int refused_past_grid_limit = 0;
   for (const char* matrix : {"variants.json", "edges.json"}) {
     for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
+      ++cases;
       const CaseResult result = run_on(example, attention_case);
       if (past_grid_limit_refused(result)) {
         ++refused_past_grid_limit;
@@ -240,7 +241,8 @@ TEST(PluginKernel, TheCudaVersion2ExamplePassesEveryVariantAndEveryEdgeCaseOnThe
       passed += result.status == CaseStatus::pass;
     }
   }
-  EXPECT_EQ(passed, 78 + 300);
+  EXPECT_GE(cases, 78 + 303);  // the two matrices' cases when this was written; they only grow
+  EXPECT_EQ(passed, cases - refused_past_grid_limit);
   EXPECT_EQ(refused_past_grid_limit, 1);
 }
 

@@ -50,7 +50,13 @@ std::vector<AttentionCase> shapes() {
   large.id = "large scores: inconclusive rows";
   large.data = DataDistribution::large_scores;
   large.head_dim = 128;
-  return {gqa, masked, flat, large};
+
+  AttentionCase many_rows = gqa;
+  many_rows.id = "160000 rows: several a thread in the device's summary, every block of it";
+  many_rows.seq_len_q = 20000;
+  many_rows.seq_len_k = 5;
+  many_rows.head_dim = 8;
+  return {gqa, masked, flat, large, many_rows};
 }
 
 // Ways to write a kernel's output from the reference.

@@ -16,33 +16,10 @@
 #include "oracle/tensor_rows.h"
 #include "oracle/tolerance.h"
 #include "run/guarded_output.h"
-#include "support/reference_fixture.h"
+#include "support/row_checks.h"
 
 namespace attnfuzz {
 namespace {
-
-struct Fixture : ReferenceFixture {
-  using ReferenceFixture::ReferenceFixture;
-
-  // The reference rounded to the dtype, each element moved by up to `ulps` steps of the dtype.
-  void write_noisy_reference(int ulps, std::uint32_t seed) {
-    std::mt19937 random(seed);
-    std::uniform_int_distribution<int> step(-ulps, ulps);
-    for (std::int64_t b = 0; b < problem.batch; ++b)
-      for (std::int64_t h = 0; h < problem.heads; ++h)
-        for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-          std::uint16_t* row = output_row(problem, output.data(), b, i, h);
-          for (std::int64_t d = 0; d < problem.head_dim; ++d) {
-            const double expected =
-                reference
-                    .output[((b * problem.heads + h) * problem.seq_len_q + i) * problem.head_dim +
-                            d];
-            row[d] = static_cast<std::uint16_t>(
-                float_to_dtype(static_cast<float>(expected), problem.dtype) + step(random));
-          }
-        }
-  }
-};
 
 AttentionCase gqa_case() {
   AttentionCase attention_case;
@@ -55,44 +32,6 @@ AttentionCase gqa_case() {
   attention_case.layout = Layout::bhsd;
   attention_case.row_padding = 3;
   return attention_case;
-}
-
-// The rows of `fixture`'s output checked one at a time on the host, in (b, h, i) order.
-std::vector<RowCheck> rows_of(const Fixture& fixture) {
-  const AttentionProblem& problem = fixture.problem;
-  const ToleranceTerms terms(problem, {});
-  double max_abs = 0.0;
-  for (double value : fixture.reference.output) max_abs = std::max(max_abs, std::fabs(value));
-  const auto widen = [&](std::uint16_t bits) {
-    return static_cast<double>(dtype_to_float(bits, problem.dtype));
-  };
-  std::vector<RowCheck> rows;
-  const std::int64_t dim = problem.head_dim;
-  for (std::int64_t b = 0; b < problem.batch; ++b)
-    for (std::int64_t h = 0; h < problem.heads; ++h)
-      for (std::int64_t i = 0; i < problem.seq_len_q; ++i) {
-        const std::int64_t row = (b * problem.heads + h) * problem.seq_len_q + i;
-        const std::int64_t kv = h / problem.group_size();
-        const RowArrays arrays{&fixture.reference.output[row * dim],
-                               &fixture.reference.magnitude[row * dim],
-                               &fixture.reference.value_abs_sum[(b * problem.kv_heads + kv) * dim],
-                               fixture.reference.inverse_row_sum[row],
-                               fixture.reference.score_scale[row],
-                               fixture.reference.bias_scale[row],
-                               output_row(problem, fixture.output.data(), b, i, h),
-                               &fixture.plain[row * dim],
-                               static_cast<std::uint64_t>(kv)};
-        rows.push_back(check_row(arrays, dim, terms, RoundingSteps(problem.dtype),
-                                 traits_of(problem.dtype).poison_bits,
-                                 terms.unit_roundoff * max_abs, widen));
-      }
-  return rows;
-}
-
-double max_abs_of(const LargeBuffer<double>& values) {
-  double max_abs = 0.0;
-  for (double value : values) max_abs = std::max(max_abs, std::fabs(value));
-  return max_abs;
 }
 
 void expect_same(const Comparison& a, const Comparison& b) {
@@ -111,13 +50,13 @@ void expect_same(const Comparison& a, const Comparison& b) {
 }
 
 TEST(RowCheck, RowsCheckedOneByOneAndReducedGiveCompareToReferencesVerdictExactly) {
-  Fixture fixture(gqa_case());
+  ReferenceFixture fixture(gqa_case());
   for (int ulps : {0, 1, 3, 200}) {
-    fixture.write_noisy_reference(ulps, 7u + static_cast<std::uint32_t>(ulps));
+    write_noisy_output(fixture, ulps, 7u + static_cast<std::uint32_t>(ulps));
     const Comparison whole = compare_to_reference(fixture.problem, fixture.reference, fixture.plain,
                                                   fixture.output.data());
-    const Comparison by_rows =
-        comparison_of_rows(fixture.problem, rows_of(fixture), max_abs_of(fixture.reference.output));
+    const Comparison by_rows = comparison_of_rows(fixture.problem, row_checks_of(fixture),
+                                                  max_abs_of(fixture.reference.output));
     SCOPED_TRACE("noise of " + std::to_string(ulps) + " ulps: " + whole.reason);
     expect_same(whole, by_rows);
     if (ulps <= 1) {
@@ -129,12 +68,12 @@ TEST(RowCheck, RowsCheckedOneByOneAndReducedGiveCompareToReferencesVerdictExactl
 }
 
 TEST(RowCheck, AnUnwrittenElementIsItsRowsFirstFailureAndItsWorst) {
-  Fixture fixture(gqa_case());
-  fixture.write_noisy_reference(0, 1);
+  ReferenceFixture fixture(gqa_case());
+  write_noisy_output(fixture, 0, 1);
   const std::int64_t b = 1, h = 3, i = 5;
   output_row(fixture.problem, fixture.output.data(), b, i, h)[7] =
       traits_of(fixture.problem.dtype).poison_bits;
-  const std::vector<RowCheck> rows = rows_of(fixture);
+  const std::vector<RowCheck> rows = row_checks_of(fixture);
   const RowCheck& row = rows[(b * fixture.problem.heads + h) * fixture.problem.seq_len_q + i];
   EXPECT_EQ(row.failing, 1);
   EXPECT_EQ(row.first_failure.dim, 7);
@@ -151,8 +90,8 @@ TEST(RowCheck, AnUnwrittenElementIsItsRowsFirstFailureAndItsWorst) {
 }
 
 TEST(RowCheck, TheRowsMomentsGivePearsonsCorrelationOverTheWholeOutput) {
-  Fixture fixture(gqa_case());
-  fixture.write_noisy_reference(40, 3);
+  ReferenceFixture fixture(gqa_case());
+  write_noisy_output(fixture, 40, 3);
   const Comparison comparison = compare_to_reference(fixture.problem, fixture.reference,
                                                      fixture.plain, fixture.output.data());
   // Two passes over every element, in compact order.
@@ -185,9 +124,9 @@ TEST(RowCheck, TheRowsMomentsGivePearsonsCorrelationOverTheWholeOutput) {
 }
 
 TEST(RowCheck, ComparisonOfRowsRefusesRowsThatDoNotMatchTheProblem) {
-  Fixture fixture(gqa_case());
-  fixture.write_noisy_reference(0, 1);
-  std::vector<RowCheck> rows = rows_of(fixture);
+  ReferenceFixture fixture(gqa_case());
+  write_noisy_output(fixture, 0, 1);
+  std::vector<RowCheck> rows = row_checks_of(fixture);
   rows.pop_back();
   EXPECT_THROW(comparison_of_rows(fixture.problem, rows, 1.0), std::invalid_argument);
 }
