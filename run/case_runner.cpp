@@ -4,8 +4,11 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <new>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "case/data_distribution.h"
 #include "core/clock.h"
@@ -44,6 +47,21 @@ constexpr std::string_view kDefaultCudaKernel = "cuda_flash";
 // cases (B=48 H=16 S=640 D=64, 20 GFLOP) take the CPU oracle seconds on a laptop's cores and the
 // GPU's FP64 units milliseconds; below it, copying the inputs over costs more than it saves.
 constexpr double kDeviceOracleMinFlops = 2e9;
+
+// Every fault a pass (forward or backward) found, as one reason: the comparison's first, since it
+// names the element a kernel author looks at; none when there is none.
+std::optional<std::string> joined_faults(std::initializer_list<std::optional<std::string>> faults) {
+  std::vector<std::string> found;
+  for (const std::optional<std::string>& fault : faults) {
+    if (fault) found.push_back(*fault);
+  }
+  if (found.empty()) return std::nullopt;
+  return join_names(found, "; and ");
+}
+
+std::optional<std::string> failure_of(bool failed, const std::string& reason) {
+  return failed ? std::optional<std::string>(reason) : std::nullopt;
+}
 
 }  // namespace
 
@@ -364,13 +382,10 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
   result.oracle = evidence.oracle;
   result.comparison = evidence.comparison;
 
-  // Every fault found, the comparison's first: it names the element a kernel author looks at.
-  std::vector<std::string> faults;
-  if (result.comparison.failed) faults.push_back(result.comparison.reason);
-  if (evidence.first_call.changed_input) faults.push_back(*evidence.first_call.changed_input);
-  if (evidence.stray_write) faults.push_back(*evidence.stray_write);
-  if (evidence.repeat_fault) faults.push_back(*evidence.repeat_fault);
-  if (!faults.empty()) return finish(CaseStatus::fail, join_names(faults, "; and "));
+  const std::optional<std::string> faults = joined_faults(
+      {failure_of(result.comparison.failed, result.comparison.reason),
+       evidence.first_call.changed_input, evidence.stray_write, evidence.repeat_fault});
+  if (faults) return finish(CaseStatus::fail, *faults);
   if (result.comparison.inconclusive) {
     result.skip_cause = SkipCause::inconclusive;
     return finish(CaseStatus::skip, result.comparison.reason);
@@ -394,13 +409,11 @@ CaseResult CaseRunner::run_unguarded(const AttentionCase& attention_case) const 
                     "backward pass: kernel " + choice.name + " failed: " + backward.error);
     }
     result.backward = backward.comparison;
-    std::vector<std::string> backward_faults;
-    if (backward.comparison.failed) backward_faults.push_back(backward.comparison.reason);
-    if (backward.changed_input) backward_faults.push_back(*backward.changed_input);
-    if (backward.stray_write) backward_faults.push_back(*backward.stray_write);
-    if (backward.repeat_fault) backward_faults.push_back(*backward.repeat_fault);
-    if (!backward_faults.empty()) {
-      return finish(CaseStatus::fail, "backward pass: " + join_names(backward_faults, "; and "));
+    const std::optional<std::string> backward_faults =
+        joined_faults({failure_of(backward.comparison.failed, backward.comparison.reason),
+                       backward.changed_input, backward.stray_write, backward.repeat_fault});
+    if (backward_faults) {
+      return finish(CaseStatus::fail, "backward pass: " + *backward_faults);
     }
     if (backward.comparison.inconclusive) {
       result.skip_cause = SkipCause::inconclusive;
