@@ -300,6 +300,10 @@ struct BackwardTensors {
   std::uint16_t* dq = nullptr;
   std::uint16_t* dk = nullptr;
   std::uint16_t* dv = nullptr;
+  // Not a tensor but how they are to be written: false when the run allows nondeterminism, so a
+  // kernel with an ordered and an atomic dQ may take the atomic one (FlashAttention's
+  // `deterministic`).
+  bool deterministic = true;
 };
 
 // `tensors` with the problem's own (host) index arrays.

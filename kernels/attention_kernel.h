@@ -53,6 +53,11 @@ class AttentionKernel {
     throw std::logic_error(std::string(name()) + " has no backward pass");
   }
 
+  // False when the backward's gradients may differ in a bit from run to run on the same inputs
+  // (atomics on dQ): each run is then judged against the oracle on its own, as
+  // --allow-nondeterminism does for every kernel, instead of being held to the first run's bits.
+  virtual bool backward_deterministic() const { return true; }
+
   // True when a row's arithmetic does not depend on the problem's other dimensions (batch, heads,
   // kv heads): then two problems that differ only there give the same bits, and properties that
   // compare such problems (gqa_equals_mha) demand them. A library that picks its reduction order

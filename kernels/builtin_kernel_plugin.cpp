@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A built-in kernel of this build behind the plugin ABI (version 2): how one build's kernel is
+// A built-in kernel of this build behind the plugin ABI (version 2's functions): how one build's kernel is
 // timed side by side with another's in one run. A pull request's benchmark builds this library from
 // its base commit and runs `fuzz_attention --bench --kernel cuda_flash --against-lib base.so`: the
 // base's cuda_flash, registered as cuda_flash@reference, beside the pull request's.

@@ -67,6 +67,22 @@ static_assert(ATTNFUZZ_FEATURE_SOFTCAP == static_cast<std::uint32_t>(ProblemFeat
 static_assert(ATTNFUZZ_FEATURE_ALIBI == static_cast<std::uint32_t>(ProblemFeature::alibi));
 static_assert(ATTNFUZZ_FEATURE_RETURN_LSE ==
               static_cast<std::uint32_t>(ProblemFeature::return_lse));
+// Version 3's bits say what the backward is, beside the variants'.
+static_assert(((ATTNFUZZ_FEATURE_BACKWARD | ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) &
+               kAllProblemFeatures) == 0);
+
+attnfuzz_backward_problem abi_backward_problem_of(const AttentionProblem& problem,
+                                                  bool deterministic) {
+  attnfuzz_backward_problem abi{};
+  abi.forward = abi_problem_v2_of(problem);
+  // The harness lays each gradient out as its partner (run/backward_check.h).
+  abi.grad_output_strides = abi.forward.base.o_strides;
+  abi.dq_strides = abi.forward.base.q_strides;
+  abi.dk_strides = abi.forward.base.k_strides;
+  abi.dv_strides = abi.forward.base.v_strides;
+  abi.deterministic = deterministic ? 1 : 0;
+  return abi;
+}
 
 namespace {
 
@@ -91,6 +107,9 @@ struct PluginSymbols {
   decltype(&attnfuzz_plugin_features) features;
   decltype(&attnfuzz_plugin_supports_v2) supports_v2;
   decltype(&attnfuzz_plugin_forward_v2) forward_v2;
+  // Version 3's, or null when the plugin does not export them.
+  decltype(&attnfuzz_plugin_supports_backward) supports_backward;
+  decltype(&attnfuzz_plugin_backward) backward;
 };
 
 class PluginKernel final : public AttentionKernel {
@@ -135,6 +154,49 @@ class PluginKernel final : public AttentionKernel {
     return SupportVerdict::no(name_ + " (plugin): " + (text.empty() ? "not supported" : text));
   }
 
+  SupportVerdict backward_support(const AttentionProblem& problem) const override {
+    const std::uint32_t features = symbols_.features != nullptr ? symbols_.features() : 0;
+    if ((features & ATTNFUZZ_FEATURE_BACKWARD) == 0) {
+      return SupportVerdict::no(name_ +
+                                " (plugin) has no backward pass: it declares no "
+                                "ATTNFUZZ_FEATURE_BACKWARD (plugin ABI version 3)");
+    }
+    // The backward reads the log-sum-exp it is handed: that needs no declaration.
+    if (auto reason = unsupported_feature_reason(name_ + " (plugin)", problem,
+                                                 features | ATTNFUZZ_FEATURE_RETURN_LSE)) {
+      return SupportVerdict::no(*reason);
+    }
+    MessageBuffer reason;
+    const attnfuzz_backward_problem abi = abi_backward_problem_of(problem, true);
+    if (symbols_.supports_backward(&abi, reason.text.data(), reason.text.size()) != 0) {
+      return SupportVerdict::yes();
+    }
+    const std::string text = reason.str();
+    return SupportVerdict::no(name_ +
+                              " (plugin)'s backward: " + (text.empty() ? "not supported" : text));
+  }
+
+  bool backward_deterministic() const override {
+    const std::uint32_t features = symbols_.features != nullptr ? symbols_.features() : 0;
+    return (features & ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) == 0;
+  }
+
+  void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
+                const BackwardTensors& gradients,
+                PlantedBug /*plant: none carried*/) const override {
+    if (symbols_.backward == nullptr) {
+      throw std::logic_error(name_ + " (plugin) exports no attnfuzz_plugin_backward");
+    }
+    const attnfuzz_backward_problem abi = abi_backward_problem_of(problem, gradients.deterministic);
+    const attnfuzz_tensors_v2 abi_tensors = abi_tensors_of(tensors);
+    const attnfuzz_backward_tensors abi_gradients{gradients.grad_output, gradients.dq, gradients.dk,
+                                                  gradients.dv};
+    MessageBuffer error;
+    const int status =
+        symbols_.backward(&abi, &abi_tensors, &abi_gradients, error.text.data(), error.text.size());
+    throw_unless_ok(status, error);
+  }
+
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
                PlantedBug /*plant: none carried*/) const override {
     const attnfuzz_tensors abi_tensors{tensors.q, tensors.k, tensors.v, tensors.o, nullptr};
@@ -142,14 +204,28 @@ class PluginKernel final : public AttentionKernel {
     int status = ATTNFUZZ_STATUS_ERROR;
     if (symbols_.forward_v2 != nullptr) {
       const attnfuzz_problem_v2 abi = abi_problem_v2_of(problem);
-      const attnfuzz_tensors_v2 abi_tensors_v2{abi_tensors,          tensors.cu_seqlens_q,
-                                               tensors.cu_seqlens_k, tensors.block_table,
-                                               tensors.alibi_slopes, tensors.lse};
+      const attnfuzz_tensors_v2 abi_tensors_v2 = abi_tensors_of(tensors);
       status = symbols_.forward_v2(&abi, &abi_tensors_v2, error.text.data(), error.text.size());
     } else {
       const attnfuzz_problem abi = abi_problem_of(problem);
       status = symbols_.forward(&abi, &abi_tensors, error.text.data(), error.text.size());
     }
+    throw_unless_ok(status, error);
+  }
+
+ private:
+  static attnfuzz_tensors_v2 abi_tensors_of(const AttentionTensors& tensors) {
+    return {{tensors.q, tensors.k, tensors.v, tensors.o, nullptr},
+            tensors.cu_seqlens_q,
+            tensors.cu_seqlens_k,
+            tensors.block_table,
+            tensors.alibi_slopes,
+            tensors.lse};
+  }
+
+  // A call's end: an error status thrown with the plugin's message; a CUDA plugin's work waited
+  // for (the ABI lets it return before its kernels finish).
+  void throw_unless_ok(int status, const MessageBuffer& error) const {
     if (status != ATTNFUZZ_STATUS_OK) {
       const std::string text = error.str();
       throw std::runtime_error("plugin returned status " + std::to_string(status) + ": " +
@@ -160,7 +236,6 @@ class PluginKernel final : public AttentionKernel {
 #endif
   }
 
- private:
   std::filesystem::path path_;
   void* handle_;
   PluginSymbols symbols_;
@@ -224,6 +299,10 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
       find_optional_symbol<decltype(symbols.supports_v2)>(handle, "attnfuzz_plugin_supports_v2");
   symbols.forward_v2 =
       find_optional_symbol<decltype(symbols.forward_v2)>(handle, "attnfuzz_plugin_forward_v2");
+  symbols.supports_backward = find_optional_symbol<decltype(symbols.supports_backward)>(
+      handle, "attnfuzz_plugin_supports_backward");
+  symbols.backward =
+      find_optional_symbol<decltype(symbols.backward)>(handle, "attnfuzz_plugin_backward");
 
   const auto fail = [&](const std::string& problem) {
     dlclose(handle);
@@ -243,6 +322,31 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
     fail(
         "exports only some of version 2's attnfuzz_plugin_features, attnfuzz_plugin_supports_v2 "
         "and attnfuzz_plugin_forward_v2: all three or none");
+  }
+  // Version 3: the backward's two symbols exactly when the features declare a backward.
+  const int v3_symbols = (symbols.supports_backward != nullptr) + (symbols.backward != nullptr);
+  const bool declares_backward =
+      symbols.features != nullptr && (symbols.features() & ATTNFUZZ_FEATURE_BACKWARD) != 0;
+  if (v3_symbols == 1) {
+    fail(
+        "exports only one of version 3's attnfuzz_plugin_supports_backward and "
+        "attnfuzz_plugin_backward: both or neither");
+  }
+  if (declares_backward && v3_symbols == 0) {
+    fail(
+        "declares ATTNFUZZ_FEATURE_BACKWARD but exports neither attnfuzz_plugin_supports_backward "
+        "nor attnfuzz_plugin_backward");
+  }
+  if (symbols.features != nullptr && !declares_backward &&
+      (symbols.features() & ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) != 0) {
+    fail(
+        "declares ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD without ATTNFUZZ_FEATURE_BACKWARD: "
+        "a backward it does not have");
+  }
+  if (!declares_backward && v3_symbols == 2) {
+    fail(
+        "exports attnfuzz_plugin_backward but attnfuzz_plugin_features() does not declare "
+        "ATTNFUZZ_FEATURE_BACKWARD (version 3's bit, beside the version 2 symbols)");
   }
   const char* reported = symbols.name();
   const std::string name = reported == nullptr ? "" : reported;

@@ -46,6 +46,76 @@ void accumulate_as_declared(const float* probabilities, const float* value, std:
 
 }  // namespace
 
+PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& tensors,
+                     std::int64_t batch, std::int64_t head, bool keep_capped_tanh) {
+  const std::int64_t dim = problem.head_dim;
+  const Dtype dtype = problem.dtype;
+  const std::span<const float> widen = widening_table(dtype);
+  const float scale = static_cast<float>(problem.softmax_scale);
+  const std::int64_t kv_head = head / problem.group_size();
+  PlainHead plain;
+  const std::int64_t seq_q = plain.seq_q = problem.seq_len_q_of(batch);
+  const std::int64_t seq_k = plain.seq_k = problem.seq_len_k_of(batch);
+  if (seq_q == 0 || seq_k == 0) return plain;
+  plain.query.resize(static_cast<std::size_t>(seq_q * dim));
+  plain.key.resize(static_cast<std::size_t>(seq_k * dim));
+  plain.value.resize(static_cast<std::size_t>(seq_k * dim));
+  plain.probabilities.resize(static_cast<std::size_t>(seq_q * seq_k));
+  if (problem.softcap > 0.0 && keep_capped_tanh) {
+    plain.capped_tanh.assign(plain.probabilities.size(), 0.0f);
+  }
+  std::vector<float>& query = plain.query;
+  std::vector<float>& key = plain.key;
+  std::vector<float>& value = plain.value;
+  std::vector<float>& scores = plain.probabilities;
+  for (std::int64_t i = 0; i < seq_q; ++i) {
+    const std::uint16_t* row = query_row(problem, tensors, batch, i, head);
+    for (std::int64_t d = 0; d < dim; ++d) query[i * dim + d] = widen[row[d]] * scale;
+  }
+  round_to_dtype_in_place(query.data(), seq_q * dim, dtype);
+  for (std::int64_t j = 0; j < seq_k; ++j) {
+    widen_row(key_row(problem, tensors, batch, j, kv_head), dim, widen, &key[j * dim]);
+    widen_row(value_row(problem, tensors, batch, j, kv_head), dim, widen, &value[j * dim]);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(seq_q),
+              static_cast<int>(seq_k), static_cast<int>(dim), 1.0f, query.data(),
+              static_cast<int>(dim), key.data(), static_cast<int>(dim), 0.0f, scores.data(),
+              static_cast<int>(seq_k));
+  const float softcap = static_cast<float>(problem.softcap);
+  for (std::int64_t i = 0; i < seq_q; ++i) {
+    float* row = &scores[i * seq_k];
+    const KeyRange visible = problem.visible_keys_of(batch, i);
+    const std::int64_t first = std::clamp<std::int64_t>(visible.first, 0, seq_k);
+    const std::int64_t end = std::clamp<std::int64_t>(visible.end, first, seq_k);
+    // Each step in the dtype, as a framework's unfused ops: the scores, their soft cap, the
+    // ALiBi bias added.
+    round_to_dtype_in_place(row + first, end - first, dtype);
+    for (std::int64_t j = first; j < end; ++j) {
+      if (problem.softcap > 0.0) {
+        const float capped = round_to_dtype(std::tanh(row[j] / softcap), dtype);
+        if (keep_capped_tanh) plain.capped_tanh[static_cast<std::size_t>(i * seq_k + j)] = capped;
+        row[j] = round_to_dtype(softcap * capped, dtype);
+      }
+      if (problem.alibi) {
+        row[j] = round_to_dtype(row[j] + static_cast<float>(problem.score_bias(batch, head, i, j)),
+                                dtype);
+      }
+    }
+    float row_max = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = first; j < end; ++j) row_max = std::max(row_max, row[j]);
+    float row_sum = 0.0f;
+    for (std::int64_t j = first; j < end; ++j) {
+      row[j] = std::exp(row[j] - row_max);
+      row_sum += row[j];
+    }
+    for (std::int64_t j = first; j < end; ++j) row[j] /= row_sum;
+    round_to_dtype_in_place(row + first, end - first, dtype);
+    std::fill(row, row + first, 0.0f);
+    std::fill(row + end, row + seq_k, 0.0f);
+  }
+  return plain;
+}
+
 std::vector<float> plain_attention(const AttentionProblem& problem, const AttentionTensors& tensors,
                                    int threads, const DeclaredNumerics& numerics) {
   const std::int64_t dim = problem.head_dim;
@@ -53,8 +123,6 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
   // Rows past a sequence's end (varlen) stay 0, as the reference's do.
   std::vector<float> output(
       static_cast<std::size_t>(problem.batch * problem.heads * problem.seq_len_q * dim), 0.0f);
-  const std::span<const float> widen = widening_table(dtype);
-  const float scale = static_cast<float>(problem.softmax_scale);
   use_single_threaded_blas();
 
   parallel_for(
@@ -62,60 +130,13 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
       [&](std::int64_t item) {
         const std::int64_t head = item % problem.heads;
         const std::int64_t batch = item / problem.heads;
-        const std::int64_t kv_head = head / problem.group_size();
-        const std::int64_t seq_q = problem.seq_len_q_of(batch);
-        const std::int64_t seq_k = problem.seq_len_k_of(batch);
-        if (seq_q == 0) return;
         float* out = &output[static_cast<std::size_t>(item * problem.seq_len_q * dim)];
-        if (seq_k == 0) return;  // every row sees no key: 0
-        std::vector<float> query(static_cast<std::size_t>(seq_q * dim));
-        std::vector<float> key(static_cast<std::size_t>(seq_k * dim));
-        std::vector<float> value(static_cast<std::size_t>(seq_k * dim));
-        std::vector<float> scores(static_cast<std::size_t>(seq_q * seq_k));
-        for (std::int64_t i = 0; i < seq_q; ++i) {
-          const std::uint16_t* row = query_row(problem, tensors, batch, i, head);
-          for (std::int64_t d = 0; d < dim; ++d) query[i * dim + d] = widen[row[d]] * scale;
-        }
-        round_to_dtype_in_place(query.data(), seq_q * dim, dtype);
-        for (std::int64_t j = 0; j < seq_k; ++j) {
-          widen_row(key_row(problem, tensors, batch, j, kv_head), dim, widen, &key[j * dim]);
-          widen_row(value_row(problem, tensors, batch, j, kv_head), dim, widen, &value[j * dim]);
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(seq_q),
-                    static_cast<int>(seq_k), static_cast<int>(dim), 1.0f, query.data(),
-                    static_cast<int>(dim), key.data(), static_cast<int>(dim), 0.0f, scores.data(),
-                    static_cast<int>(seq_k));
-        const float softcap = static_cast<float>(problem.softcap);
-        for (std::int64_t i = 0; i < seq_q; ++i) {
-          float* row = &scores[i * seq_k];
-          const KeyRange visible = problem.visible_keys_of(batch, i);
-          const std::int64_t first = std::clamp<std::int64_t>(visible.first, 0, seq_k);
-          const std::int64_t end = std::clamp<std::int64_t>(visible.end, first, seq_k);
-          // Each step in the dtype, as a framework's unfused ops: the scores, their soft cap,
-          // the ALiBi bias added.
-          round_to_dtype_in_place(row + first, end - first, dtype);
-          for (std::int64_t j = first; j < end; ++j) {
-            if (problem.softcap > 0.0) {
-              row[j] = round_to_dtype(softcap * round_to_dtype(std::tanh(row[j] / softcap), dtype),
-                                      dtype);
-            }
-            if (problem.alibi) {
-              row[j] = round_to_dtype(
-                  row[j] + static_cast<float>(problem.score_bias(batch, head, i, j)), dtype);
-            }
-          }
-          float row_max = -std::numeric_limits<float>::infinity();
-          for (std::int64_t j = first; j < end; ++j) row_max = std::max(row_max, row[j]);
-          float row_sum = 0.0f;
-          for (std::int64_t j = first; j < end; ++j) {
-            row[j] = std::exp(row[j] - row_max);
-            row_sum += row[j];
-          }
-          for (std::int64_t j = first; j < end; ++j) row[j] /= row_sum;
-          round_to_dtype_in_place(row + first, end - first, dtype);
-          std::fill(row, row + first, 0.0f);
-          std::fill(row + end, row + seq_k, 0.0f);
-        }
+        // Rows that see no key have P = 0 and stay 0; so does a sequence without queries or keys.
+        const PlainHead plain = plain_head(problem, tensors, batch, head);
+        if (plain.seq_q == 0 || plain.seq_k == 0) return;
+        const std::int64_t seq_q = plain.seq_q, seq_k = plain.seq_k;
+        const std::vector<float>& scores = plain.probabilities;
+        const std::vector<float>& value = plain.value;
         if (const std::optional<Dtype> accumulator = numerics.accumulator_for(dtype)) {
           accumulate_as_declared(scores.data(), value.data(), seq_q, seq_k, dim, numerics,
                                  *accumulator, out);

@@ -5,12 +5,24 @@
 // FlashAttention's own test rule: a fused kernel may be at most twice as wrong as this.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/attention_problem.h"
 #include "oracle/declared_numerics.h"
 
 namespace attnfuzz {
+
+// One head of one sequence as the plain attention computes it up to P (row-major): Q * scale
+// rounded, K and V widened, P rounded to the dtype (0 where masked), and, when soft-capped and
+// `keep_capped_tanh` (a plain backward's softcap slope needs it), the rounded tanh(s / softcap) of
+// each score. Empty when the sequence has no queries or no keys.
+struct PlainHead {
+  std::int64_t seq_q = 0, seq_k = 0;
+  std::vector<float> query, key, value, probabilities, capped_tanh;
+};
+PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& tensors,
+                     std::int64_t batch, std::int64_t head, bool keep_capped_tanh = false);
 
 // Compact [batch][heads][seq_len_q][head_dim] output, already rounded to the dtype. Under a
 // declared accumulation (`numerics`), P V is summed in that dtype, rounded once per block of keys,

@@ -45,6 +45,7 @@ BackwardCase::BackwardCase(const AttentionCase& attention_case)
     }
   }
   gradients = reference_backward(problem, original, grad_output.data());
+  plain = plain_backward(problem, original, grad_output.data());
 }
 
 AttentionTensors BackwardCase::tensors() const {
@@ -174,8 +175,8 @@ class GuardedGradients {
                    << ", h=" << h << (tensor == GradientTensor::dq ? ", i=" : ", j=") << row
                    << ", d=" << d << "] was " << dtype_to_float(first, problem_.dtype) << ", is "
                    << dtype_to_float(again, problem_.dtype)
-                   << " (a nondeterministic kernel, e.g. atomics on dQ, is judged run by run "
-                      "with --allow-nondeterminism)";
+                   << " (a nondeterministic kernel, e.g. atomics on dQ, declares so and is judged "
+                      "run by run, as every kernel is with --allow-nondeterminism)";
               found = text.str();
             }
           });
@@ -202,7 +203,7 @@ struct BackwardRun {
 };
 
 BackwardRun run_backward(const AttentionKernel& kernel, const BackwardCase& backward_case,
-                         PlantedBug plant) {
+                         PlantedBug plant, bool deterministic) {
   const AttentionProblem& problem = backward_case.problem;
   BackwardRun run{"", GuardedGradients(problem), std::nullopt};
   const KernelInputs handed = KernelInputs::copy_of(problem, backward_case.inputs);
@@ -210,11 +211,11 @@ BackwardRun run_backward(const AttentionKernel& kernel, const BackwardCase& back
   std::vector<float> lse = backward_case.lse;
   std::vector<std::uint16_t> grad_output = backward_case.grad_output;
   try {
-    kernel.backward(
-        problem, handed.bind(output.data(), lse.data()),
-        {grad_output.data(), run.gradients.data(GradientTensor::dq),
-         run.gradients.data(GradientTensor::dk), run.gradients.data(GradientTensor::dv)},
-        plant);
+    kernel.backward(problem, handed.bind(output.data(), lse.data()),
+                    {grad_output.data(), run.gradients.data(GradientTensor::dq),
+                     run.gradients.data(GradientTensor::dk), run.gradients.data(GradientTensor::dv),
+                     deterministic},
+                    plant);
   } catch (const std::bad_alloc&) {
     throw;  // out of memory: the case is skipped, not failed
   } catch (const std::exception& error) {
@@ -246,7 +247,7 @@ GradientComparison compare_run(const BackwardCase& backward_case, const Backward
   return compare_gradients(backward_case.problem, backward_case.forward, backward_case.gradients,
                            run.gradients.data(GradientTensor::dq),
                            run.gradients.data(GradientTensor::dk),
-                           run.gradients.data(GradientTensor::dv));
+                           run.gradients.data(GradientTensor::dv), &backward_case.plain);
 }
 
 }  // namespace
@@ -255,7 +256,8 @@ BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase&
                              PlantedBug plant, int repeats, bool allow_nondeterminism) {
   const BackwardCase backward_case(attention_case);
   BackwardCheck check;
-  const BackwardRun first = run_backward(kernel, backward_case, plant);
+  const bool judged_run_by_run = allow_nondeterminism || !kernel.backward_deterministic();
+  const BackwardRun first = run_backward(kernel, backward_case, plant, !allow_nondeterminism);
   if (!first.error.empty()) {
     check.error = first.error;
     return check;
@@ -264,7 +266,7 @@ BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase&
   check.stray_write = first.gradients.find_stray_write();
   check.comparison = compare_run(backward_case, first);
   for (int run = 2; run <= repeats && !check.repeat_fault; ++run) {
-    const BackwardRun again = run_backward(kernel, backward_case, plant);
+    const BackwardRun again = run_backward(kernel, backward_case, plant, !allow_nondeterminism);
     const std::string prefix = "run " + std::to_string(run) + ": ";
     if (!again.error.empty()) {
       check.repeat_fault = prefix + again.error;
@@ -272,7 +274,7 @@ BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase&
       check.repeat_fault = prefix + *again.changed_input;
     } else if (std::optional<std::string> stray = again.gradients.find_stray_write()) {
       check.repeat_fault = prefix + *stray;
-    } else if (!allow_nondeterminism) {
+    } else if (!judged_run_by_run) {
       check.repeat_fault = first.gradients.find_difference(again.gradients, run);
     } else if (!check.comparison.failed) {
       // Each run judged on its own: the figures are the worst's.

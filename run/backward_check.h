@@ -15,6 +15,7 @@
 #include "case/data_distribution.h"
 #include "kernels/attention_kernel.h"
 #include "oracle/backward_comparison.h"
+#include "oracle/plain_backward.h"
 #include "oracle/reference_attention.h"
 #include "oracle/reference_backward.h"
 
@@ -38,6 +39,7 @@ struct BackwardCase {
   std::vector<float> lse;                  // the float64 forward's log-sum-exp, rounded to fp32
   ReferenceAttention forward;
   ReferenceGradients gradients;
+  PlainGradients plain;  // FlashAttention's yardstick: the plain same-precision backward's
 
   explicit BackwardCase(const AttentionCase& attention_case);
   // The original inputs and index arrays, O and the log-sum-exp.
@@ -58,8 +60,9 @@ struct BackwardCheck {
 
 // Runs `kernel`'s backward on the case (the caller has checked backward_support) with `plant`,
 // `repeats` times on the same inputs, each into fresh poisoned gradients. From the second run on,
-// every run must write the first one's bits, or with `allow_nondeterminism` is judged against the
-// oracle on its own (the comparison reported is then the worst run's).
+// every run must write the first one's bits, or with `allow_nondeterminism` (or a kernel whose
+// backward declares itself nondeterministic) is judged against the oracle on its own (the
+// comparison reported is then the worst run's).
 BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase& attention_case,
                              PlantedBug plant, int repeats = 1, bool allow_nondeterminism = false);
 

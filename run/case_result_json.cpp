@@ -70,6 +70,11 @@ constexpr Field<Comparison, std::int64_t> kLogSumExpCounts[] = {
 constexpr Field<GradientComparison, double> kBackwardFigures[] = {
     {"bound_ratio", &GradientComparison::bound_ratio},
 };
+// Written always, read where present: records of earlier versions have none (a stream resumed
+// across the change, a baseline).
+constexpr Field<GradientComparison, double> kBackwardLaterFigures[] = {
+    {"fa_rule_ratio", &GradientComparison::fa_rule_ratio},
+};
 constexpr Field<GradientComparison, std::int64_t> kBackwardCounts[] = {
     {"elements", &GradientComparison::elements},
     {"failing_elements", &GradientComparison::failing_elements},
@@ -158,9 +163,12 @@ json correctness_to_json(const CaseResult& result) {
   }
   if (result.backward) {
     const GradientComparison& backward = *result.backward;
-    json object = {{"inconclusive", backward.inconclusive},
-                   {"first_failure", backward.failed ? json(backward.reason) : json(nullptr)}};
+    json object = {
+        {"inconclusive", backward.inconclusive},
+        {"inconclusive_reason", backward.inconclusive ? json(backward.reason) : json(nullptr)},
+        {"first_failure", backward.failed ? json(backward.reason) : json(nullptr)}};
     write_fields(object, backward, kBackwardFigures);
+    write_fields(object, backward, kBackwardLaterFigures);
     write_fields(object, backward, kBackwardCounts);
     for (const GradientErrorKey& each : kGradientErrorKeys) {
       object[each.key] = number_or_null(backward.max_abs_error[static_cast<int>(each.tensor)]);
@@ -238,6 +246,9 @@ GradientComparison backward_from_json(const json& object) {
   GradientComparison backward;
   read_fields(backward, object, at, kBackwardFigures);
   read_fields(backward, object, at, kBackwardCounts);
+  for (const auto& field : kBackwardLaterFigures) {
+    if (object.contains(field.name)) backward.*field.member = number_at(object, at, field.name);
+  }
   for (const GradientErrorKey& each : kGradientErrorKeys) {
     backward.max_abs_error[static_cast<int>(each.tensor)] = number_at(object, at, each.key);
   }
@@ -247,6 +258,11 @@ GradientComparison backward_from_json(const json& object) {
   if (const json& first = member(object, at, "first_failure"); first.is_string()) {
     backward.failed = true;
     backward.reason = first.get<std::string>();
+  }
+  // Absent from the reports of earlier versions.
+  if (const auto why = object.find("inconclusive_reason");
+      backward.inconclusive && why != object.end() && why->is_string()) {
+    backward.reason = why->get<std::string>();
   }
   backward.passed = !backward.failed && !backward.inconclusive;
   return backward;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// fuzz_attention --kernel-py FILE.py:FUNCTION: a plugin of the C ABI (version 2) that hosts CPython
+// fuzz_attention --kernel-py FILE.py:FUNCTION: a plugin of the C ABI (version 2's functions) that hosts CPython
 // and calls a Python function for each case. Everything the harness does to a plugin (its probe in
 // a child process, workers, poison and guard margins, the fences, inputs as evidence, properties,
 // libFuzzer) applies unchanged; this file only starts the interpreter and hands the ABI's structs

@@ -2,7 +2,7 @@
 """The Python side of fuzz_attention --kernel-py: runs inside the worker's embedded interpreter.
 
 The C side (attnfuzz_python_bridge.cpp) is a plugin of the C ABI (include/attnfuzz/attnfuzz_plugin.h,
-version 2); it hands this module the addresses of the ABI's problem and tensors, which are read
+version 2's functions); it hands this module the addresses of the ABI's problem and tensors, which are read
 here with ctypes, and the user's function is called with views of the harness's own buffers (no
 copy), in FlashAttention's Python-API conventions:
 

@@ -1,23 +1,38 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* An attnfuzz plugin of ABI version 2 in plain C: the five functions of version 1 and the three of
- * version 2 around a host forward pass with every attention variant (variant_attention.c).
- * docs/plugin.md builds and runs it:
+/* An attnfuzz plugin in plain C: the five functions of version 1, the three of version 2 around a
+ * host forward pass with every attention variant (variant_attention.c), and version 3's two around
+ * its backward pass (variant_attention_backward.c). docs/plugin.md builds and runs it:
  *
  *     cc -O2 -shared -fPIC -I<attnfuzz>/include *.c -o libexample_attention_v2.so -lm
  *     fuzz_attention --kernel-lib ./libexample_attention_v2.so --configs corpus/matrix/pr.json
+ *     fuzz_attention --kernel-lib ./libexample_attention_v2.so \
+ *         --configs corpus/matrix/backward.json
  *
  * Compiled with -DEXAMPLE_PLANT_WINDOW_EDGE_OFF_BY_ONE it lets each query see one key left of the
- * sliding window: the harness must catch that copy.
+ * sliding window; with -DEXAMPLE_PLANT_ROWSUM_DROPPED its backward leaves out D = rowsum(dO * O):
+ * the harness must catch both copies.
  */
 #include "attnfuzz/attnfuzz_plugin.h"
 #include "variant_attention.h"
 
-#ifdef EXAMPLE_PLANT_WINDOW_EDGE_OFF_BY_ONE
+#if defined(EXAMPLE_PLANT_WINDOW_EDGE_OFF_BY_ONE)
 #define EXAMPLE_NAME "example_cpu_attention_v2_buggy"
-#define WINDOW_SLACK 1
+#elif defined(EXAMPLE_PLANT_ROWSUM_DROPPED)
+#define EXAMPLE_NAME "example_cpu_attention_v2_backward_buggy"
 #else
 #define EXAMPLE_NAME "example_cpu_attention_v2"
+#endif
+
+#ifdef EXAMPLE_PLANT_WINDOW_EDGE_OFF_BY_ONE
+#define WINDOW_SLACK 1
+#else
 #define WINDOW_SLACK 0
+#endif
+
+#ifdef EXAMPLE_PLANT_ROWSUM_DROPPED
+#define DROP_ROWSUM 1
+#else
+#define DROP_ROWSUM 0
 #endif
 
 int attnfuzz_plugin_abi_version(void) {
@@ -33,7 +48,7 @@ int attnfuzz_plugin_site(void) {
 }
 
 uint32_t attnfuzz_plugin_features(void) {
-  return VARIANT_ATTENTION_FEATURES;
+  return VARIANT_ATTENTION_FEATURES | ATTNFUZZ_FEATURE_BACKWARD;
 }
 
 int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
@@ -44,6 +59,18 @@ int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason
 int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
                                const attnfuzz_tensors_v2* tensors, char* error, size_t error_size) {
   return variant_attention_forward(problem, tensors, WINDOW_SLACK, error, error_size);
+}
+
+int attnfuzz_plugin_supports_backward(const attnfuzz_backward_problem* problem, char* reason,
+                                      size_t reason_size) {
+  return variant_attention_supports_backward(problem, reason, reason_size);
+}
+
+int attnfuzz_plugin_backward(const attnfuzz_backward_problem* problem,
+                             const attnfuzz_tensors_v2* tensors,
+                             const attnfuzz_backward_tensors* gradients, char* error,
+                             size_t error_size) {
+  return variant_attention_backward(problem, tensors, gradients, DROP_ROWSUM, error, error_size);
 }
 
 /* Version 1's entry points, which the harness calls only on a plugin without version 2's: a dense

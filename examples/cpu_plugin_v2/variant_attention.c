@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* The version 2 example plugin's attention forward pass (variant_attention.h). */
+/* The example plugin's attention forward pass and what its backward shares with it
+ * (variant_attention.h). */
 #include "variant_attention.h"
 
 #include <math.h>
@@ -19,23 +20,20 @@ int variant_attention_supports(const attnfuzz_problem_v2* problem, char* reason,
   return 1;
 }
 
-/* Rows of sequence b in a tensor packed by `cu_seqlens` (when `packed`), else `longest`. */
-static int64_t sequence_length(int32_t packed, const int32_t* cu_seqlens, int64_t b,
-                               int64_t longest) {
+int64_t variant_sequence_length(int32_t packed, const int32_t* cu_seqlens, int64_t b,
+                                int64_t longest) {
   return packed ? cu_seqlens[b + 1] - cu_seqlens[b] : longest;
 }
 
-/* Element [0] of row `row` of sequence b, head `head`, in Q or O. */
-static int64_t query_offset(const attnfuzz_problem_v2* p, const int32_t* cu_seqlens_q,
-                            const attnfuzz_strides* strides, int64_t b, int64_t row, int64_t head) {
+int64_t variant_query_offset(const attnfuzz_problem_v2* p, const int32_t* cu_seqlens_q,
+                             const attnfuzz_strides* strides, int64_t b, int64_t row,
+                             int64_t head) {
   const int64_t rows = p->varlen_q ? cu_seqlens_q[b] * strides->seq : b * strides->batch;
   return rows + row * strides->seq + head * strides->head;
 }
 
-/* Element [0] of key `key` of sequence b, kv head `head`, in K or V: through the block table when
- * paged, packed by cu_seqlens_k when varlen, else dense. */
-static int64_t key_offset(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v2* t,
-                          const attnfuzz_strides* strides, int64_t b, int64_t key, int64_t head) {
+int64_t variant_key_offset(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v2* t,
+                           const attnfuzz_strides* strides, int64_t b, int64_t key, int64_t head) {
   int64_t rows;
   if (p->page_size > 0) {
     const int64_t page = t->block_table[b * p->pages_per_sequence + key / p->page_size];
@@ -46,6 +44,42 @@ static int64_t key_offset(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v
     rows = b * strides->batch + key * strides->seq;
   }
   return rows + head * strides->head;
+}
+
+variant_key_range variant_visible_keys(const attnfuzz_problem_v2* p, int64_t i, int64_t seq_q,
+                                       int64_t seq_k, int window_slack) {
+  /* The diagonal i + Sk - Sq bounds the causal mask and the window. */
+  const int64_t diagonal = i + seq_k - seq_q;
+  variant_key_range keys = {0, seq_k};
+  if (p->base.causal && diagonal + 1 < keys.last) keys.last = diagonal + 1;
+  if (p->window_right >= 0 && diagonal + p->window_right + 1 < keys.last) {
+    keys.last = diagonal + p->window_right + 1;
+  }
+  if (p->window_left >= 0 && diagonal - p->window_left - window_slack > keys.first) {
+    keys.first = diagonal - p->window_left - window_slack;
+  }
+  return keys;
+}
+
+float variant_attention_score(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v2* t,
+                              const float* query, int64_t b, int64_t h, int64_t kv,
+                              int64_t diagonal, int64_t j, float* softcap_slope) {
+  const attnfuzz_problem* base = &p->base;
+  const uint16_t* k = t->base.k + variant_key_offset(p, t, &base->k_strides, b, j, kv);
+  float dot = 0.0f;
+  for (int64_t d = 0; d < base->head_dim; ++d) {
+    dot += query[d] * half_bits_to_float(k[d], base->dtype);
+  }
+  float score = dot * (float)base->softmax_scale;
+  float slope = 1.0f;
+  if (p->softcap > 0.0) {
+    const float capped = tanhf(score / (float)p->softcap);
+    score = (float)p->softcap * capped;
+    slope = 1.0f - capped * capped;
+  }
+  if (softcap_slope != NULL) *softcap_slope = slope;
+  if (p->alibi) score -= t->alibi_slopes[h] * (float)llabs(diagonal - j);
+  return score;
 }
 
 int variant_attention_forward(const attnfuzz_problem_v2* p, const attnfuzz_tensors_v2* t,
@@ -59,38 +93,22 @@ int variant_attention_forward(const attnfuzz_problem_v2* p, const attnfuzz_tenso
     return ATTNFUZZ_STATUS_ERROR;
   }
   const int64_t group = base->heads / base->kv_heads;
-  const float scale = (float)base->softmax_scale;
-  const float softcap = (float)p->softcap;
   for (int64_t b = 0; b < base->batch; ++b) {
-    const int64_t seq_q = sequence_length(p->varlen_q, t->cu_seqlens_q, b, base->seq_len_q);
-    const int64_t seq_k = sequence_length(p->varlen_k, t->cu_seqlens_k, b, base->seq_len_k);
+    const int64_t seq_q = variant_sequence_length(p->varlen_q, t->cu_seqlens_q, b, base->seq_len_q);
+    const int64_t seq_k = variant_sequence_length(p->varlen_k, t->cu_seqlens_k, b, base->seq_len_k);
     for (int64_t h = 0; h < base->heads; ++h) {
       const int64_t kv = h / group;
       for (int64_t i = 0; i < seq_q; ++i) {
-        const uint16_t* q = t->base.q + query_offset(p, t->cu_seqlens_q, &base->q_strides, b, i, h);
+        const uint16_t* q =
+            t->base.q + variant_query_offset(p, t->cu_seqlens_q, &base->q_strides, b, i, h);
         for (int64_t d = 0; d < base->head_dim; ++d)
           query[d] = half_bits_to_float(q[d], base->dtype);
-        /* Keys first .. last - 1: the diagonal i + Sk - Sq bounds the causal mask and the window.
-         */
-        const int64_t diagonal = i + seq_k - seq_q;
-        int64_t first = 0, last = seq_k;
-        if (base->causal && diagonal + 1 < last) last = diagonal + 1;
-        if (p->window_right >= 0 && diagonal + p->window_right + 1 < last) {
-          last = diagonal + p->window_right + 1;
-        }
-        if (p->window_left >= 0 && diagonal - p->window_left - window_slack > first) {
-          first = diagonal - p->window_left - window_slack;
-        }
+        const variant_key_range keys = variant_visible_keys(p, i, seq_q, seq_k, window_slack);
+        const int64_t first = keys.first, last = keys.last;
         float row_max = -INFINITY, row_sum = 0.0f;
         for (int64_t j = first; j < last; ++j) {
-          const uint16_t* k = t->base.k + key_offset(p, t, &base->k_strides, b, j, kv);
-          float dot = 0.0f;
-          for (int64_t d = 0; d < base->head_dim; ++d) {
-            dot += query[d] * half_bits_to_float(k[d], base->dtype);
-          }
-          float score = dot * scale;
-          if (softcap > 0.0f) score = softcap * tanhf(score / softcap);
-          if (p->alibi) score -= t->alibi_slopes[h] * (float)llabs(diagonal - j);
+          const float score =
+              variant_attention_score(p, t, query, b, h, kv, i + seq_k - seq_q, j, NULL);
           scores[j] = score;
           if (score > row_max) row_max = score;
         }
@@ -100,13 +118,14 @@ int variant_attention_forward(const attnfuzz_problem_v2* p, const attnfuzz_tenso
         }
         for (int64_t d = 0; d < base->head_dim; ++d) output[d] = 0.0f;
         for (int64_t j = first; j < last; ++j) {
-          const uint16_t* v = t->base.v + key_offset(p, t, &base->v_strides, b, j, kv);
+          const uint16_t* v = t->base.v + variant_key_offset(p, t, &base->v_strides, b, j, kv);
           for (int64_t d = 0; d < base->head_dim; ++d) {
             output[d] += scores[j] * half_bits_to_float(v[d], base->dtype);
           }
         }
         const int saw_keys = first < last;
-        uint16_t* o = t->base.o + query_offset(p, t->cu_seqlens_q, &base->o_strides, b, i, h);
+        uint16_t* o =
+            t->base.o + variant_query_offset(p, t->cu_seqlens_q, &base->o_strides, b, i, h);
         for (int64_t d = 0; d < base->head_dim; ++d) {
           o[d] = float_to_half_bits(saw_keys ? output[d] / row_sum : 0.0f, base->dtype);
         }

@@ -24,6 +24,11 @@
  * with a reason naming the feature. A version 1 plugin (or one built against this header without
  * them) keeps working unchanged: it gets the dense cases and skips the others.
  *
+ * Version 3 adds the backward pass (dQ, dK, dV from dO), again optional: a plugin that declares
+ * ATTNFUZZ_FEATURE_BACKWARD among its features exports attnfuzz_plugin_supports_backward() and
+ * attnfuzz_plugin_backward(), and cases with "backward": true run it once its forward has passed.
+ * Version 1 and 2 plugins skip those cases, naming why.
+ *
  * C only, no C++ in this header; bump ATTNFUZZ_PLUGIN_ABI_VERSION on any incompatible change. */
 #ifndef ATTNFUZZ_PLUGIN_H
 #define ATTNFUZZ_PLUGIN_H
@@ -35,7 +40,7 @@
 extern "C" {
 #endif
 
-#define ATTNFUZZ_PLUGIN_ABI_VERSION 2
+#define ATTNFUZZ_PLUGIN_ABI_VERSION 3
 /* The oldest version this harness still loads. */
 #define ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION 1
 
@@ -126,9 +131,44 @@ typedef struct attnfuzz_tensors_v2 {
   /* [batch * pages_per_sequence] when page_size > 0, then 256 guard entries naming a page that no
    * sequence uses (its rows are poison) */
   const int32_t* block_table;
-  const float* alibi_slopes;   /* [heads] when alibi */
-  float* lse;                  /* the log-sum-exp output when return_lse */
+  const float* alibi_slopes; /* [heads] when alibi */
+  float* lse;                /* the log-sum-exp output when return_lse */
 } attnfuzz_tensors_v2;
+
+/* ---- version 3: the backward pass ---- */
+
+/* Feature bits of version 3 (attnfuzz_plugin_features): not attention variants, but what the
+ * plugin's backward pass is. */
+/* The plugin exports attnfuzz_plugin_supports_backward and attnfuzz_plugin_backward. */
+#define ATTNFUZZ_FEATURE_BACKWARD 64u
+/* Its dQ, dK or dV may differ in a bit from run to run on the same inputs (atomics, split
+ * reductions): each run is then judged against the oracle on its own instead of being held to the
+ * first run's bits, as fuzz_attention --allow-nondeterminism does for every kernel. */
+#define ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD 128u
+
+typedef struct attnfuzz_backward_problem {
+  /* The forward's problem, every variant meaning what it means there; return_lse is 1: the
+   * backward reads the forward's log-sum-exp (tensors->lse). */
+  attnfuzz_problem_v2 forward;
+  /* Each gradient's strides, and dO's: today dO's equal O's, dQ's Q's, dK's K's and dV's V's
+   * (dK and dV have kv_heads heads); read them, do not assume it. */
+  attnfuzz_strides grad_output_strides, dq_strides, dk_strides, dv_strides;
+  /* 1 unless the run allows nondeterminism: a kernel with both an ordered and an atomic dQ
+   * accumulation should take the ordered one (FlashAttention's `deterministic`). A request, never
+   * a reason to decline: attnfuzz_plugin_supports_backward is always asked with 1, and a kernel
+   * with only an atomic order runs it and declares ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD. */
+  int32_t deterministic;
+} attnfuzz_backward_problem;
+
+typedef struct attnfuzz_backward_tensors {
+  const uint16_t* grad_output; /* dO, element [0, 0, 0, 0], laid out by grad_output_strides */
+  /* The gradients to write, every element of every row; like O they start as a NaN poison pattern
+   * fenced by guard margins (row padding included), so an element left unwritten or a write
+   * outside the tensor is found. dK and dV sum over the query heads of their GQA group. */
+  uint16_t* dq;
+  uint16_t* dk;
+  uint16_t* dv;
+} attnfuzz_backward_tensors;
 
 /* The five symbols a plugin exports. */
 
@@ -160,6 +200,19 @@ int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason
                                 size_t reason_size);
 int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
                                const attnfuzz_tensors_v2* tensors, char* error, size_t error_size);
+
+/* Version 3, optional (both or neither; exported exactly when attnfuzz_plugin_features() declares
+ * ATTNFUZZ_FEATURE_BACKWARD): whether the plugin's backward runs `problem` (1, or 0 with a reason:
+ * the case is then skipped), and the backward pass itself. `tensors` holds the forward's inputs and
+ * index arrays, O and the log-sum-exp of the forward (O rounded to the dtype, the log-sum-exp to
+ * fp32, both from attnfuzz's float64 forward, as its backward bound assumes); none of them may be
+ * written. Returns ATTNFUZZ_STATUS_OK, or ATTNFUZZ_STATUS_ERROR with a one-line message. */
+int attnfuzz_plugin_supports_backward(const attnfuzz_backward_problem* problem, char* reason,
+                                      size_t reason_size);
+int attnfuzz_plugin_backward(const attnfuzz_backward_problem* problem,
+                             const attnfuzz_tensors_v2* tensors,
+                             const attnfuzz_backward_tensors* gradients, char* error,
+                             size_t error_size);
 
 #ifdef __cplusplus
 }

@@ -676,7 +676,7 @@ TEST_F(FuzzAttention, ABackwardCaseOnAKernelWithoutABackwardIsSkippedNamingWhy) 
   const RunResult result =
       run("--backend cpu --in-process --configs " +
           quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/backward.json") +
-          " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_V2_PLUGIN)));
+          " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_PLUGIN)));
   EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("has no backward pass"));
 }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The gradient comparison: the float64 gradients rounded to the dtype pass; one element moved past
-// its bound, or not finite, fails and is named; a case whose gradients leave the dtype's range is
-// inconclusive and fails nothing; one whose scores' rounding swamps dS is never passed, yet a
-// wrong element still fails.
+// its bound, or not finite, fails and is named; an error spread over a whole gradient, each
+// element within its bound, shows in FlashAttention's rule's ratio; a case whose gradients leave
+// the dtype's range is inconclusive and fails nothing; one whose scores' rounding swamps dS is
+// never passed, yet a wrong element still fails.
 #include "oracle/backward_comparison.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "support/backward_fixture.h"
@@ -63,6 +65,9 @@ TEST(BackwardComparison, TheFloat64GradientsRoundedToTheDtypePass) {
   EXPECT_TRUE(comparison.passed) << comparison.reason;
   EXPECT_EQ(comparison.elements, (2 * 4 * 33 + 2 * 2 * 2 * 47) * 32);
   EXPECT_LE(comparison.bound_ratio, 1.0);
+  // Rounding the truth once is within FlashAttention's rule too (its atol is one rounding).
+  EXPECT_GT(comparison.fa_rule_ratio, 0.0);
+  EXPECT_LE(comparison.fa_rule_ratio, 1.0);
   c.seq_lens_q = {33, 0};  // a packed batch: only the rows that exist are judged
   c.seq_lens_k = {5, 47};
   const GradientComparison packed = Gradients(c).compare();
@@ -88,6 +93,37 @@ TEST(BackwardComparison, AnElementPastItsBoundFailsAndIsNamed) {
   // The element's own ratio, finite: about the three bounds it was moved by.
   EXPECT_GT(comparison.bound_ratio, 2.0);
   EXPECT_LT(comparison.bound_ratio, 4.0);
+}
+
+TEST(BackwardComparison, AnErrorSpreadOverAGradientThatEachElementsBoundForgivesShowsInTheRule) {
+  Gradients gradients(small_case());
+  const BackwardBound bound(gradients.problem, gradients.forward, gradients.gradients);
+  const AttentionProblem& problem = gradients.problem;
+  // Every element of dV moved up by most of its own bound: each within it, the whole far off.
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t g = 0; g < problem.kv_heads; ++g) {
+      for (std::int64_t j = 0; j < problem.seq_len_k; ++j) {
+        const std::int64_t row = (b * problem.kv_heads + g) * problem.seq_len_k + j;
+        for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+          const std::int64_t index = row * problem.head_dim + d;
+          const double expected = gradients.gradients.dv[index];
+          const double allowed = bound.allowed(GradientTensor::dv, index);
+          std::uint16_t moved = gradients.round(expected + 0.75 * allowed);
+          // Where rounding would carry it past the bound, the element stays put.
+          if (std::fabs(dtype_to_float(moved, problem.dtype) - expected) > allowed) {
+            moved = gradients.round(expected);
+          }
+          gradients.dv_at(b, g, j)[d] = moved;
+        }
+      }
+    }
+  }
+  // The rule's ratio is a figure: the bound judges (docs/tolerance.md says why).
+  const GradientComparison comparison = gradients.compare();
+  EXPECT_EQ(comparison.failing_elements, 0);
+  EXPECT_LE(comparison.bound_ratio, 1.0);
+  EXPECT_TRUE(comparison.passed) << comparison.reason;
+  EXPECT_GT(comparison.fa_rule_ratio, 1.0);
 }
 
 TEST(BackwardComparison, ANonFiniteElementFails) {

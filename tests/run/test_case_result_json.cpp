@@ -146,6 +146,26 @@ TEST(CaseResultJson, TheBackwardJudgementIsWrittenOnlyForACaseThatRanItAndComesB
   EXPECT_EQ(back.backward->reason, backward.reason);
   EXPECT_EQ(back.backward->max_abs_error[1], 0.25);
   EXPECT_EQ(case_to_json(back).dump(), case_to_json(original).dump());
+  EXPECT_TRUE(written.at("inconclusive_reason").is_null()) << "a failure is conclusive";
+}
+
+TEST(CaseResultJson, AnInconclusiveBackwardKeepsItsReasonThere) {
+  CaseResult original = failed_result();
+  original.status = CaseStatus::skip;
+  original.attention_case.backward = true;
+  GradientComparison& backward = original.backward.emplace();
+  backward.inconclusive = true;
+  backward.reason = "inconclusive: dS of row (b=0, h=1, i=3) is past what fp16 holds";
+  backward.elements = 4096;
+  const json record = json::parse(case_to_json(original).dump());
+  const json& written = record.at("correctness").at("backward");
+  EXPECT_EQ(written.at("inconclusive_reason"), backward.reason);
+  EXPECT_TRUE(written.at("first_failure").is_null());
+  const CaseResult back = case_result_from_json(record, original.attention_case);
+  ASSERT_TRUE(back.backward.has_value());
+  EXPECT_TRUE(back.backward->inconclusive);
+  EXPECT_EQ(back.backward->reason, backward.reason);
+  EXPECT_EQ(case_to_json(back).dump(), case_to_json(original).dump());
 }
 
 TEST(CaseResultJson, ACaseWhoseOracleFailedHasNoErrorFiguresNotARowOfZeros) {
