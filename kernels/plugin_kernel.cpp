@@ -114,10 +114,11 @@ struct PluginSymbols {
 
 class PluginKernel final : public AttentionKernel {
  public:
-  PluginKernel(std::filesystem::path path, void* handle, PluginSymbols symbols, std::string name,
-               ExecutionSite site)
+  PluginKernel(std::filesystem::path path, void* handle, PluginSymbols symbols,
+               std::uint32_t features, std::string name, ExecutionSite site)
       : path_(std::move(path)),
         handle_(handle),
+        features_(features),
         symbols_(symbols),
         name_(std::move(name)),
         summary_("plugin " + path_.string()),
@@ -133,7 +134,7 @@ class PluginKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return {}; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
-    const std::uint32_t features = symbols_.features != nullptr ? symbols_.features() : 0;
+    const std::uint32_t features = features_;
     if (auto reason = unsupported_feature_reason(name_ + " (plugin)", problem, features)) {
       return SupportVerdict::no(*reason + (symbols_.features != nullptr
                                                ? ""
@@ -155,7 +156,7 @@ class PluginKernel final : public AttentionKernel {
   }
 
   SupportVerdict backward_support(const AttentionProblem& problem) const override {
-    const std::uint32_t features = symbols_.features != nullptr ? symbols_.features() : 0;
+    const std::uint32_t features = features_;
     if ((features & ATTNFUZZ_FEATURE_BACKWARD) == 0) {
       return SupportVerdict::no(name_ +
                                 " (plugin) has no backward pass: it declares no "
@@ -177,7 +178,7 @@ class PluginKernel final : public AttentionKernel {
   }
 
   bool backward_deterministic() const override {
-    const std::uint32_t features = symbols_.features != nullptr ? symbols_.features() : 0;
+    const std::uint32_t features = features_;
     return (features & ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) == 0;
   }
 
@@ -238,6 +239,9 @@ class PluginKernel final : public AttentionKernel {
 
   std::filesystem::path path_;
   void* handle_;
+  // What attnfuzz_plugin_features() said on loading, less the bits of versions after the one the
+  // plugin was built for; 0 without version 2's functions.
+  std::uint32_t features_;
   PluginSymbols symbols_;
   std::string name_;
   std::string summary_;
@@ -308,8 +312,8 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
     dlclose(handle);
     throw std::runtime_error("plugin " + path.string() + ": " + problem);
   };
-  if (const int version = symbols.abi_version();
-      version < ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION || version > ATTNFUZZ_PLUGIN_ABI_VERSION) {
+  const int version = symbols.abi_version();
+  if (version < ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION || version > ATTNFUZZ_PLUGIN_ABI_VERSION) {
     fail("built for plugin ABI version " + std::to_string(version) + ", this harness speaks " +
          std::to_string(ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION) + " to " +
          std::to_string(ATTNFUZZ_PLUGIN_ABI_VERSION) +
@@ -323,10 +327,17 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
         "exports only some of version 2's attnfuzz_plugin_features, attnfuzz_plugin_supports_v2 "
         "and attnfuzz_plugin_forward_v2: all three or none");
   }
+  std::uint32_t features = symbols.features != nullptr ? symbols.features() : 0;
+  if (version < 3) {
+    // Built before the backward: its bits and symbols mean nothing (and a version 2 plugin whose
+    // features() set bits past the variants' loads as it did).
+    features &= kAllProblemFeatures;
+    symbols.supports_backward = nullptr;
+    symbols.backward = nullptr;
+  }
   // Version 3: the backward's two symbols exactly when the features declare a backward.
   const int v3_symbols = (symbols.supports_backward != nullptr) + (symbols.backward != nullptr);
-  const bool declares_backward =
-      symbols.features != nullptr && (symbols.features() & ATTNFUZZ_FEATURE_BACKWARD) != 0;
+  const bool declares_backward = (features & ATTNFUZZ_FEATURE_BACKWARD) != 0;
   if (v3_symbols == 1) {
     fail(
         "exports only one of version 3's attnfuzz_plugin_supports_backward and "
@@ -337,8 +348,7 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
         "declares ATTNFUZZ_FEATURE_BACKWARD but exports neither attnfuzz_plugin_supports_backward "
         "nor attnfuzz_plugin_backward");
   }
-  if (symbols.features != nullptr && !declares_backward &&
-      (symbols.features() & ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) != 0) {
+  if (!declares_backward && (features & ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) != 0) {
     fail(
         "declares ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD without ATTNFUZZ_FEATURE_BACKWARD: "
         "a backward it does not have");
@@ -367,7 +377,7 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
          " (ATTNFUZZ_SITE_HOST is 0, ATTNFUZZ_SITE_CUDA_DEVICE is 1)");
   }
   auto kernel = std::make_unique<PluginKernel>(
-      path, handle, symbols, registered,
+      path, handle, symbols, features, registered,
       site == ATTNFUZZ_SITE_HOST ? ExecutionSite::host : ExecutionSite::cuda_device);
   return add_kernel(std::move(kernel));
 }

@@ -175,8 +175,9 @@ class GuardedGradients {
                    << ", h=" << h << (tensor == GradientTensor::dq ? ", i=" : ", j=") << row
                    << ", d=" << d << "] was " << dtype_to_float(first, problem_.dtype) << ", is "
                    << dtype_to_float(again, problem_.dtype)
-                   << " (a nondeterministic kernel, e.g. atomics on dQ, declares so and is judged "
-                      "run by run, as every kernel is with --allow-nondeterminism)";
+                   << " (a nondeterministic kernel, e.g. atomics on dQ, is judged run by run with "
+                      "--allow-nondeterminism, or a plugin that declares "
+                      "ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD)";
               found = text.str();
             }
           });

@@ -62,7 +62,8 @@ struct BackwardCheck {
 // `repeats` times on the same inputs, each into fresh poisoned gradients. From the second run on,
 // every run must write the first one's bits, or with `allow_nondeterminism` (or a kernel whose
 // backward declares itself nondeterministic) is judged against the oracle on its own (the
-// comparison reported is then the worst run's).
+// comparison reported is then the worst run's by its bound ratio, FlashAttention's rule ratio
+// included).
 BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase& attention_case,
                              PlantedBug plant, int repeats = 1, bool allow_nondeterminism = false);
 

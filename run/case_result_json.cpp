@@ -259,10 +259,13 @@ GradientComparison backward_from_json(const json& object) {
     backward.failed = true;
     backward.reason = first.get<std::string>();
   }
-  // Absent from the reports of earlier versions.
-  if (const auto why = object.find("inconclusive_reason");
-      backward.inconclusive && why != object.end() && why->is_string()) {
-    backward.reason = why->get<std::string>();
+  // Absent from the reports of earlier versions; where present, a line exactly when inconclusive.
+  if (const auto why = object.find("inconclusive_reason"); why != object.end()) {
+    if (backward.inconclusive ? !why->is_string() : !why->is_null()) {
+      malformed(at + "/inconclusive_reason",
+                backward.inconclusive ? "expected a string" : "expected null");
+    }
+    if (backward.inconclusive) backward.reason = why->get<std::string>();
   }
   backward.passed = !backward.failed && !backward.inconclusive;
   return backward;

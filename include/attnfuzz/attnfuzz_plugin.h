@@ -26,8 +26,9 @@
  *
  * Version 3 adds the backward pass (dQ, dK, dV from dO), again optional: a plugin that declares
  * ATTNFUZZ_FEATURE_BACKWARD among its features exports attnfuzz_plugin_supports_backward() and
- * attnfuzz_plugin_backward(), and cases with "backward": true run it once its forward has passed.
- * Version 1 and 2 plugins skip those cases, naming why.
+ * attnfuzz_plugin_backward(), and cases with "backward": true run it once its forward has passed
+ * (on the host: a plugin on the CUDA device skips them for now). Version 1 and 2 plugins skip
+ * those cases, naming why.
  *
  * C only, no C++ in this header; bump ATTNFUZZ_PLUGIN_ABI_VERSION on any incompatible change. */
 #ifndef ATTNFUZZ_PLUGIN_H
@@ -164,7 +165,9 @@ typedef struct attnfuzz_backward_tensors {
   const uint16_t* grad_output; /* dO, element [0, 0, 0, 0], laid out by grad_output_strides */
   /* The gradients to write, every element of every row; like O they start as a NaN poison pattern
    * fenced by guard margins (row padding included), so an element left unwritten or a write
-   * outside the tensor is found. dK and dV sum over the query heads of their GQA group. */
+   * outside the tensor is found. dK and dV sum over the query heads of their GQA group; with paged
+   * K/V they are page pools addressed through block_table as K and V are, and a page no sequence
+   * uses must stay untouched. */
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;

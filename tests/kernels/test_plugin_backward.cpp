@@ -71,13 +71,16 @@ TEST(PluginBackward, APagedCaseIsSkippedWithThePluginsOwnReason) {
   EXPECT_THAT(result.reason, HasSubstr("paged K/V is forward-only in this example"));
 }
 
-TEST(PluginBackward, AVersion1PluginSkipsABackwardCaseNamingVersion3) {
-  const AttentionKernel& old = plugin(ATTNFUZZ_ABI_VERSION_1_PLUGIN, "abi_version_1");
-  AttentionCase attention_case = backward_cases().back();
-  const CaseResult result = run_on(old, attention_case);
-  EXPECT_EQ(result.status, CaseStatus::skip) << result.reason;
-  EXPECT_THAT(result.reason, HasSubstr("has no backward pass"));
-  EXPECT_THAT(result.reason, HasSubstr("ATTNFUZZ_FEATURE_BACKWARD (plugin ABI version 3)"));
+TEST(PluginBackward, AVersion1Or2PluginSkipsABackwardCaseNamingVersion3) {
+  // A plugin of version 1, and one of version 2's functions that declares no backward.
+  for (const AttentionKernel* old :
+       {&plugin(ATTNFUZZ_ABI_VERSION_1_PLUGIN, "abi_version_1"),
+        &plugin(ATTNFUZZ_INPUT_WRITE_PAST_O_PLUGIN, "input_writing_attention")}) {
+    const CaseResult result = run_on(*old, backward_cases().back());
+    EXPECT_EQ(result.status, CaseStatus::skip) << old->name() << ": " << result.reason;
+    EXPECT_THAT(result.reason, HasSubstr("has no backward pass"));
+    EXPECT_THAT(result.reason, HasSubstr("ATTNFUZZ_FEATURE_BACKWARD (plugin ABI version 3)"));
+  }
 }
 
 bool same(const attnfuzz_strides& abi, const TensorStrides& ours) {

@@ -131,6 +131,7 @@ TEST(CaseResultJson, TheBackwardJudgementIsWrittenOnlyForACaseThatRanItAndComesB
   backward.elements = 123456;
   backward.failing_elements = 77;
   backward.bound_ratio = 512.25;
+  backward.fa_rule_ratio = 1.46;
   backward.max_abs_error[0] = 1e-3;
   backward.max_abs_error[1] = 0.25;
   backward.max_abs_error[2] = std::numeric_limits<double>::infinity();
@@ -140,8 +141,10 @@ TEST(CaseResultJson, TheBackwardJudgementIsWrittenOnlyForACaseThatRanItAndComesB
   EXPECT_EQ(written.at("max_abs_error_k"), 0.25);
   EXPECT_TRUE(written.at("max_abs_error_v").is_null()) << "not finite: null";
   EXPECT_EQ(written.at("first_failure"), backward.reason);
+  EXPECT_EQ(written.at("fa_rule_ratio"), 1.46);
   const CaseResult back = case_result_from_json(record, original.attention_case);
   ASSERT_TRUE(back.backward.has_value());
+  EXPECT_EQ(back.backward->fa_rule_ratio, 1.46);
   EXPECT_TRUE(back.backward->failed);
   EXPECT_EQ(back.backward->reason, backward.reason);
   EXPECT_EQ(back.backward->max_abs_error[1], 0.25);
@@ -166,6 +169,25 @@ TEST(CaseResultJson, AnInconclusiveBackwardKeepsItsReasonThere) {
   EXPECT_TRUE(back.backward->inconclusive);
   EXPECT_EQ(back.backward->reason, backward.reason);
   EXPECT_EQ(case_to_json(back).dump(), case_to_json(original).dump());
+  // A record of an earlier version, without the two later fields, still reads.
+  json earlier = record;
+  earlier["correctness"]["backward"].erase("inconclusive_reason");
+  earlier["correctness"]["backward"].erase("fa_rule_ratio");
+  const CaseResult old = case_result_from_json(earlier, original.attention_case);
+  ASSERT_TRUE(old.backward.has_value());
+  EXPECT_TRUE(old.backward->inconclusive);
+  EXPECT_EQ(old.backward->fa_rule_ratio, 0.0);
+  // But one present and malformed is named.
+  json malformed = record;
+  malformed["correctness"]["backward"]["inconclusive_reason"] = 3;
+  try {
+    case_result_from_json(malformed, original.attention_case);
+    ADD_FAILURE() << "a number for inconclusive_reason was accepted";
+  } catch (const std::exception& error) {
+    EXPECT_NE(std::string(error.what()).find("/correctness/backward/inconclusive_reason"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(CaseResultJson, ACaseWhoseOracleFailedHasNoErrorFiguresNotARowOfZeros) {
