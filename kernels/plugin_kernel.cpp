@@ -158,9 +158,11 @@ class PluginKernel final : public AttentionKernel {
   SupportVerdict backward_support(const AttentionProblem& problem) const override {
     const std::uint32_t features = features_;
     if ((features & ATTNFUZZ_FEATURE_BACKWARD) == 0) {
-      return SupportVerdict::no(name_ +
-                                " (plugin) has no backward pass: it declares no "
-                                "ATTNFUZZ_FEATURE_BACKWARD (plugin ABI version 3)");
+      return SupportVerdict::no(
+          name_ + " (plugin) has no backward pass: it declares no ATTNFUZZ_FEATURE_BACKWARD" +
+          (symbols_.backward != nullptr
+               ? " among its features, though it exports attnfuzz_plugin_backward"
+               : " (plugin ABI version 3)"));
     }
     // The backward reads the log-sum-exp it is handed: that needs no declaration.
     if (auto reason = unsupported_feature_reason(name_ + " (plugin)", problem,
@@ -335,7 +337,9 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
     symbols.supports_backward = nullptr;
     symbols.backward = nullptr;
   }
-  // Version 3: the backward's two symbols exactly when the features declare a backward.
+  // Version 3: the backward's two symbols whenever the features declare a backward. Exported
+  // without the bit they are not called (a bridge to another language exports them for every
+  // function it hosts; the bit says which has a backward), and backward cases say so when skipped.
   const int v3_symbols = (symbols.supports_backward != nullptr) + (symbols.backward != nullptr);
   const bool declares_backward = (features & ATTNFUZZ_FEATURE_BACKWARD) != 0;
   if (v3_symbols == 1) {
@@ -352,11 +356,6 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
     fail(
         "declares ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD without ATTNFUZZ_FEATURE_BACKWARD: "
         "a backward it does not have");
-  }
-  if (!declares_backward && v3_symbols == 2) {
-    fail(
-        "exports attnfuzz_plugin_backward but attnfuzz_plugin_features() does not declare "
-        "ATTNFUZZ_FEATURE_BACKWARD (version 3's bit, beside the version 2 symbols)");
   }
   const char* reported = symbols.name();
   const std::string name = reported == nullptr ? "" : reported;

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Real libraries' attention as outside judges of the harness, on the CPU: each adapter of
 # examples/python/ through fuzz_attention --kernel-py on corpus/matrix/pr.json (every case it
-# supports), variants.json (the variants it has), a property search, and every property replayed
-# on corpus/real_kernels/ (cases real libraries once failed); then the pytest example
+# supports), variants.json (the variants it has), a property search, every property replayed
+# on corpus/real_kernels/ (cases real libraries once failed), and its backward pass through the
+# library's autograd on backward.json; then the pytest example
 # (examples/python/test_sdpa.py, the attnfuzz package's fixture on SDPA). Their packages go into a
 # virtual environment of their own, build-tools/real-kernels (scripts/python_env.sh --venv: pinned,
 # from PyPI, made from the interpreter the bridge was built against). Each run's output goes to
@@ -85,6 +86,9 @@ kernels=(
 # adapters decline the CUDA backends' recorded faults, naming that page).
 declare -A variants_exit=()
 declare -A pr_exit=()
+# Its backward.json run's: 2 for one that declares no backward (flex_attention's does not compile on
+# the CPU: docs/validation/real-kernels.md).
+declare -A backward_exit=([flex_cpu]=2)
 if $gpu; then
   kernels=()
   for backend in sdpa_math sdpa_flash sdpa_efficient sdpa_cudnn sdpa; do
@@ -108,6 +112,9 @@ for entry in "${kernels[@]}"; do
   run "$name-properties" 0 "${kernel[@]}" --properties --budget "$((budget * ${factor:-1}))" \
     --regressions "$logs/$name-regressions"
   run "$name-real-kernel-cases" 0 "${kernel[@]}" --properties --replay corpus/real_kernels
+  # The backward pass, through the library's autograd (a CUDA device's is not run yet).
+  $gpu || run "$name-backward" "${backward_exit[$name]:-0}" "${kernel[@]}" \
+    --configs corpus/matrix/backward.json --quiet
 done
 # The pytest path (the attnfuzz package from python/, its fixture on SDPA).
 if ! $gpu && [[ -z $only || ",$only," == *",pytest_example,"* ]]; then

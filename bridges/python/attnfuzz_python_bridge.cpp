@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// fuzz_attention --kernel-py FILE.py:FUNCTION: a plugin of the C ABI (version 2's functions) that hosts CPython
-// and calls a Python function for each case. Everything the harness does to a plugin (its probe in
-// a child process, workers, poison and guard margins, the fences, inputs as evidence, properties,
-// libFuzzer) applies unchanged; this file only starts the interpreter and hands the ABI's structs
-// to bridge_glue.py (compiled in), which reads them with ctypes and makes the tensors.
+// fuzz_attention --kernel-py FILE.py:FUNCTION: a plugin of the C ABI (version 2's functions, and
+// version 3's backward) that hosts CPython and calls a Python function for each case. Everything
+// the harness does to a plugin (its probe in a child process, workers, poison and guard margins,
+// the fences, inputs as evidence, properties, libFuzzer) applies unchanged; this file only starts
+// the interpreter and hands the ABI's structs to bridge_glue.py (compiled in), which reads them
+// with ctypes and makes the tensors.
 //
 // What to load comes from the environment, which fuzz_attention sets before it loads this plugin
 // (its workers and probe inherit it): ATTNFUZZ_KERNEL_PY (the FILE.py:FUNCTION or MODULE:FUNCTION),
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "attnfuzz/attnfuzz_plugin.h"
@@ -152,20 +154,25 @@ void write_message(const std::string& text, char* buffer, std::size_t size) {
   std::snprintf(buffer, size, "%s", text.c_str());
 }
 
-// Calls method `name` of the kernel with two addresses; its result as an optional text (None:
+// Calls method `name` of the kernel with the given addresses; its result as an optional text (None:
 // nothing to say). A Python error in the bridge itself becomes the text.
-bool call_with_addresses(const char* name, const void* first, const void* second,
+bool call_with_addresses(const char* name, std::initializer_list<const void*> addresses,
                          std::string& text) {
   const PyGILState_STATE state = PyGILState_Ensure();
-  PyObject* result =
-      second == nullptr
-          ? PyObject_CallMethod(
-                bridge().kernel, name, "K",
-                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(first)))
-          : PyObject_CallMethod(
-                bridge().kernel, name, "KK",
-                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(first)),
-                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(second)));
+  PyObject* arguments = PyTuple_New(static_cast<Py_ssize_t>(addresses.size()));
+  bool made = arguments != nullptr;
+  Py_ssize_t index = 0;
+  for (const void* address : addresses) {
+    if (!made) break;
+    PyObject* number = PyLong_FromUnsignedLongLong(
+        static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address)));
+    made = number != nullptr;
+    if (made) PyTuple_SET_ITEM(arguments, index++, number);  // steals the reference
+  }
+  PyObject* method = made ? PyObject_GetAttrString(bridge().kernel, name) : nullptr;
+  PyObject* result = method != nullptr ? PyObject_Call(method, arguments, nullptr) : nullptr;
+  Py_XDECREF(method);
+  Py_XDECREF(arguments);
   bool said = false;
   if (result == nullptr) {
     text = "the Python bridge failed: " + python_error_text();
@@ -215,7 +222,7 @@ int attnfuzz_plugin_forward(const attnfuzz_problem*, const attnfuzz_tensors*, ch
 int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
                                 size_t reason_size) {
   std::string text;
-  if (!call_with_addresses("supports", problem, nullptr, text)) return 1;
+  if (!call_with_addresses("supports", {problem}, text)) return 1;
   write_message(text, reason, reason_size);
   return 0;
 }
@@ -223,7 +230,29 @@ int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason
 int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
                                const attnfuzz_tensors_v2* tensors, char* error, size_t error_size) {
   std::string text;
-  if (!call_with_addresses("forward", problem, tensors, text)) return ATTNFUZZ_STATUS_OK;
+  if (!call_with_addresses("forward", {problem, tensors}, text)) return ATTNFUZZ_STATUS_OK;
+  write_message(text, error, error_size);
+  return ATTNFUZZ_STATUS_ERROR;
+}
+
+// Version 3: exported for every function; called only for one whose features declare a backward
+// (attnfuzz_features "backward"), as the harness calls them only when the bit is set.
+int attnfuzz_plugin_supports_backward(const attnfuzz_backward_problem* problem, char* reason,
+                                      size_t reason_size) {
+  std::string text;
+  if (!call_with_addresses("supports_backward", {problem}, text)) return 1;
+  write_message(text, reason, reason_size);
+  return 0;
+}
+
+int attnfuzz_plugin_backward(const attnfuzz_backward_problem* problem,
+                             const attnfuzz_tensors_v2* tensors,
+                             const attnfuzz_backward_tensors* gradients, char* error,
+                             size_t error_size) {
+  std::string text;
+  if (!call_with_addresses("backward", {problem, tensors, gradients}, text)) {
+    return ATTNFUZZ_STATUS_OK;
+  }
   write_message(text, error, error_size);
   return ATTNFUZZ_STATUS_ERROR;
 }

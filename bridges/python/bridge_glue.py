@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The Python side of fuzz_attention --kernel-py: runs inside the worker's embedded interpreter.
 
-The C side (attnfuzz_python_bridge.cpp) is a plugin of the C ABI (include/attnfuzz/attnfuzz_plugin.h,
-version 2's functions); it hands this module the addresses of the ABI's problem and tensors, which are read
-here with ctypes, and the user's function is called with views of the harness's own buffers (no
-copy), in FlashAttention's Python-API conventions:
+The C side (attnfuzz_python_bridge.cpp) is a plugin of the C ABI
+(include/attnfuzz/attnfuzz_plugin.h, version 2's functions and version 3's backward); it hands
+this module the addresses of the ABI's problem and tensors, which are read here with ctypes, and
+the user's function is called with views of the harness's own buffers (no copy), in
+FlashAttention's Python-API conventions:
 
     fn(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
        cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse)
@@ -17,6 +18,18 @@ seq_len_q] tensor to write ([heads, total_q] packed), or None. The function writ
 returns the output, which is checked for shape, dtype and device, then copied into `out`. JAX
 arrays cannot be written: with --py-framework jax the inputs are JAX arrays (copies), `out` and
 `lse` jax.ShapeDtypeStruct, and the function returns the output, or (output, lse).
+
+A function that declares "backward" among its attnfuzz_features has a backward pass (the C ABI's
+version 3): its `attnfuzz_backward` attribute, in FlashAttention's `_flash_attn_backward` order,
+
+    bwd(dout, q, k, v, out, lse, dq, dk, dv, *, softmax_scale, causal, window_size, softcap,
+        alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table,
+        deterministic)
+
+writing dq, dk, dv (laid out as q, k, v) or returning the three; or, without it, the function's
+own autograd: with --py-framework torch the function runs again on q, k, v that require grad and
+torch.autograd.grad(output, (q, k, v), dout) gives the gradients (`out.backward(dout)`); with
+--py-framework jax, jax.vjp does.
 """
 import contextlib
 import ctypes
@@ -34,6 +47,9 @@ FEATURE_BITS = {
     "softcap": 8,
     "alibi": 16,
     "return_lse": 32,
+    # Version 3: what the backward pass is.
+    "backward": 64,
+    "nondeterministic_backward": 128,
 }
 DTYPE_NAMES = {0: "float16", 1: "bfloat16"}
 FRAMEWORKS = ("numpy", "torch", "jax")
@@ -77,6 +93,19 @@ class TensorsV2(ctypes.Structure):
         ("block_table", ctypes.c_void_p), ("alibi_slopes", ctypes.c_void_p),
         ("lse", ctypes.c_void_p),
     ]
+
+
+class BackwardProblem(ctypes.Structure):
+    _fields_ = [
+        ("forward", ProblemV2),
+        ("grad_output_strides", Strides), ("dq_strides", Strides), ("dk_strides", Strides),
+        ("dv_strides", Strides), ("deterministic", ctypes.c_int32),
+    ]
+
+
+class BackwardTensors(ctypes.Structure):
+    _fields_ = [("grad_output", ctypes.c_void_p), ("dq", ctypes.c_void_p),
+                ("dk", ctypes.c_void_p), ("dv", ctypes.c_void_p)]
 
 
 def problem_dict(problem):
@@ -163,6 +192,21 @@ class Kernel:
             raise ValueError("attnfuzz_features: unknown %s (known: %s)"
                              % (", ".join(unknown), ", ".join(FEATURE_BITS)))
         self.features = sum(FEATURE_BITS[name] for name in set(declared))
+        self.backward_fn = getattr(self.fn, "attnfuzz_backward", None)
+        self.user_supports_backward = getattr(self.fn, "attnfuzz_supports_backward", None)
+        if "backward" in declared:
+            if self.backward_fn is not None and not callable(self.backward_fn):
+                raise TypeError("attnfuzz_backward is not callable")
+            if self.backward_fn is None and framework == "numpy":
+                raise ValueError("attnfuzz_features declares 'backward' but the function has no "
+                                 "attnfuzz_backward: numpy has no autograd (with --py-framework "
+                                 "torch or jax the function's own autograd is the backward)")
+        else:
+            for name in ("attnfuzz_backward", "attnfuzz_supports_backward",
+                         "nondeterministic_backward"):
+                if name in declared or getattr(self.fn, name, None) is not None:
+                    raise ValueError("%s without 'backward' in attnfuzz_features: declare it to "
+                                     "have the backward pass judged" % name)
         self.device = getattr(self.fn, "attnfuzz_device", "cpu")
         if self.device not in ("cpu", "cuda"):
             raise ValueError("attnfuzz_device: 'cpu' or 'cuda', not %r" % (self.device,))
@@ -247,6 +291,147 @@ class Kernel:
         device = torch.cuda.current_device()  # the harness's, where its stream and buffers are
         return torch.cuda.stream(torch.cuda.ExternalStream(int(address), device=device))
 
+    # ---- the backward pass (version 3) ----
+
+    def supports_backward(self, problem_address):
+        """Whether the backward runs the problem (the forward's support was asked already)."""
+        problem = BackwardProblem.from_address(problem_address)
+        if problem.forward.page_size > 0 and (self.backward_fn is None or self.jax is not None):
+            return ("paged K/V: a backward that returns dK and dV (autograd, jax.vjp, a JAX "
+                    "attnfuzz_backward) gives every page of the pool, those no sequence uses too; "
+                    "an attnfuzz_backward that writes the used pages in place runs it")
+        if self.user_supports_backward is None:
+            return None
+        try:
+            reason = self.user_supports_backward(
+                dict(problem_dict(problem.forward), deterministic=bool(problem.deterministic)))
+        except Exception as error:
+            return "attnfuzz_supports_backward raised " + error_text(error, self.user_file)
+        if reason is None or reason is True:
+            return None
+        return "attnfuzz_supports_backward returned False" if reason is False else str(reason)
+
+    def backward(self, problem_address, tensors_address, gradients_address):
+        """Writes dQ, dK and dV once; returns None, or an error text."""
+        problem = BackwardProblem.from_address(problem_address)
+        forward = problem.forward
+        tensors = TensorsV2.from_address(tensors_address)
+        gradients = BackwardTensors.from_address(gradients_address)
+        try:
+            q, k, v, out, keywords = self.arguments(forward, tensors)
+            dout = self.laid_out(forward, gradients.grad_output, problem.grad_output_strides,
+                                 "query")
+            targets = (self.laid_out(forward, gradients.dq, problem.dq_strides, "query"),
+                       self.laid_out(forward, gradients.dk, problem.dk_strides, "key"),
+                       self.laid_out(forward, gradients.dv, problem.dv_strides, "key"))
+        except Exception as error:
+            return "the bridge could not make the tensors: " + error_text(error, None)
+        try:
+            with self.stream_of(tensors.base.cuda_stream):
+                if self.backward_fn is not None:
+                    return self.backward_explicit(dout, q, k, v, out, keywords, targets,
+                                                  bool(problem.deterministic),
+                                                  forward.page_size > 0)
+                if self.jax is not None:
+                    return self.backward_vjp(dout, q, k, v, out, keywords, targets)
+                return self.backward_autograd(dout, q, k, v, out, keywords, targets)
+        except BaseException as error:
+            return error_text(error, self.user_file)
+
+    def writes_lse(self):
+        """Whether the function's forward is asked for the log-sum-exp when autograd reruns it:
+        only if it declares it (the backward always holds the harness's)."""
+        return bool(self.features & FEATURE_BITS["return_lse"])
+
+    def copy_gradients(self, returned, targets):
+        """A backward that returns its gradients: (dq, dk, dv), each checked and copied."""
+        if not isinstance(returned, (tuple, list)) or len(returned) != 3:
+            if self.jax is not None:
+                return "a --py-framework jax backward returns (dq, dk, dv); it returned %s" % (
+                    type(returned).__name__)
+            return ("a backward returns None (having written dq, dk and dv) or (dq, dk, dv); it "
+                    "returned %s" % type(returned).__name__)
+        for name, value, target in zip(("dq", "dk", "dv"), returned, targets):
+            if value is target:
+                continue
+            if value is None:
+                return "%s: the backward returned None for it" % name
+            problem = self.copy_returned(value, target)
+            if problem:
+                return "%s: %s" % (name, problem.replace("an output", "a gradient"))
+        return None
+
+    def backward_explicit(self, dout, q, k, v, out, keywords, targets, deterministic, paged):
+        """The function's attnfuzz_backward, handed the harness's buffers (JAX: copies, and the
+        gradients' shapes)."""
+        rest = {name: value for name, value in keywords.items() if name != "lse"}
+        inputs = [dout, q, k, v, out, keywords["lse"]]
+        outputs = list(targets)
+        if self.jax is not None:
+            jax = self.jax
+            inputs = [jax.numpy.array(value, copy=True) for value in inputs]
+            rest = {name: (jax.numpy.array(value, copy=True)
+                           if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k",
+                                       "block_table") and value is not None else value)
+                    for name, value in rest.items()}
+            outputs = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in targets]
+        returned = self.backward_fn(*inputs, *outputs, deterministic=deterministic, **rest)
+        if returned is None and self.jax is None:
+            return None
+        if paged:
+            return ("with paged K/V a backward writes the used pages of dk and dv in place: "
+                    "returned pools would write pages no sequence uses")
+        return self.copy_gradients(returned, targets)
+
+    def backward_autograd(self, dout, q, k, v, out, keywords, targets):
+        """`out.backward(dout)`: the function runs again on leaves over Q, K and V (no copy) that
+        require grad, writing scratch tensors laid out as O and the log-sum-exp (the harness's
+        are inputs here), and autograd gives the gradients."""
+        torch = self.torch
+
+        def scratch(like):
+            return None if like is None else torch.empty_strided(
+                like.shape, like.stride(), dtype=like.dtype, device=like.device)
+
+        leaves = [tensor.detach().requires_grad_(True) for tensor in (q, k, v)]
+        scratch_out = scratch(out)
+        lse = scratch(keywords["lse"]) if self.writes_lse() else None
+        with torch.enable_grad():
+            returned = self.fn(*leaves, scratch_out, **dict(keywords, lse=lse))
+            output = scratch_out if returned is None or returned is scratch_out else returned
+            if tuple(getattr(output, "shape", ())) != tuple(out.shape):
+                return "the function returned an output of shape %s; expected %s" % (
+                    tuple(getattr(output, "shape", ())), tuple(out.shape))
+            if not getattr(output, "requires_grad", False):
+                return ("the output carries no autograd graph: a backward through autograd needs "
+                        "it computed from q, k, v with torch operations (or an attnfuzz_backward)")
+            computed = torch.autograd.grad(output, leaves, grad_outputs=dout.to(output.dtype),
+                                           allow_unused=True)
+        for target, gradient in zip(targets, computed):
+            if gradient is None:  # an input the output does not depend on
+                target.zero_()
+            else:
+                target.copy_(gradient)
+        return None
+
+    def backward_vjp(self, dout, q, k, v, out, keywords, targets):
+        """jax.vjp through the function (the log-sum-exp asked for: its output's first part)."""
+        jax = self.jax
+        lse = keywords["lse"] if self.writes_lse() else None
+        inputs = [jax.numpy.array(value, copy=True) for value in (q, k, v)]
+        arrays = {name: jax.numpy.array(value, copy=True) for name, value in keywords.items()
+                  if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")
+                  and value is not None}
+        shapes = {"lse": None if lse is None else jax.ShapeDtypeStruct(lse.shape, lse.dtype)}
+        out_shape = jax.ShapeDtypeStruct(out.shape, out.dtype)
+
+        def primal(q_, k_, v_):
+            returned = self.fn(q_, k_, v_, out_shape, **{**keywords, **arrays, **shapes})
+            return returned if lse is None else returned[0]
+
+        _, pullback = jax.vjp(primal, *inputs)
+        return self.copy_gradients(pullback(jax.numpy.array(dout, copy=True)), targets)
+
     # ---- the tensors ----
 
     def view(self, address, shape, element_strides, kind):
@@ -281,32 +466,32 @@ class Kernel:
         tensor = self.torch.from_dlpack(array)
         return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
 
+    def laid_out(self, problem, address, strides, role, kind=None):
+        """A tensor at `address` with `strides`, shaped as Q and O are (role "query": [batch,
+        seq_len_q, heads, head_dim], packed [total_q, heads, head_dim]) or as K and V are (role
+        "key": kv_heads heads; packed [total_k, ...]; paged [pages, page_size, ...])."""
+        base = problem.base
+        kind = kind or DTYPE_NAMES[base.dtype]
+        dim = base.head_dim
+        if role == "query":
+            outer, rows, heads, packed = (base.batch, problem.total_q if problem.varlen_q else
+                                          base.seq_len_q, base.heads, problem.varlen_q)
+        elif problem.page_size > 0:
+            outer, rows, heads, packed = problem.pages, problem.page_size, base.kv_heads, False
+        else:
+            outer, rows, heads, packed = (base.batch, problem.total_k if problem.varlen_k else
+                                          base.seq_len_k, base.kv_heads, problem.varlen_k)
+        if packed:
+            return self.view(address, (rows, heads, dim), (strides.seq, strides.head, 1), kind)
+        return self.view(address, (outer, rows, heads, dim),
+                         (strides.batch, strides.seq, strides.head, 1), kind)
+
     def arguments(self, problem, tensors):
         base = problem.base
-        kind = DTYPE_NAMES[base.dtype]
-        dim = base.head_dim
-
-        def strided(address, strides, outer, rows, heads, packed):
-            if packed:
-                return self.view(address, (rows, heads, dim), (strides.seq, strides.head, 1), kind)
-            return self.view(address, (outer, rows, heads, dim),
-                             (strides.batch, strides.seq, strides.head, 1), kind)
-
-        q_rows = problem.total_q if problem.varlen_q else base.seq_len_q
-        q = strided(tensors.base.q, base.q_strides, base.batch, q_rows, base.heads, problem.varlen_q)
-        out = strided(tensors.base.o, base.o_strides, base.batch, q_rows, base.heads,
-                      problem.varlen_q)
-        if problem.page_size > 0:
-            k = strided(tensors.base.k, base.k_strides, problem.pages, problem.page_size,
-                        base.kv_heads, False)
-            v = strided(tensors.base.v, base.v_strides, problem.pages, problem.page_size,
-                        base.kv_heads, False)
-        else:
-            k_rows = problem.total_k if problem.varlen_k else base.seq_len_k
-            k = strided(tensors.base.k, base.k_strides, base.batch, k_rows, base.kv_heads,
-                        problem.varlen_k)
-            v = strided(tensors.base.v, base.v_strides, base.batch, k_rows, base.kv_heads,
-                        problem.varlen_k)
+        q = self.laid_out(problem, tensors.base.q, base.q_strides, "query")
+        out = self.laid_out(problem, tensors.base.o, base.o_strides, "query")
+        k = self.laid_out(problem, tensors.base.k, base.k_strides, "key")
+        v = self.laid_out(problem, tensors.base.v, base.v_strides, "key")
 
         def index(address, shape):
             return None if not address else self.view(address, shape, _contiguous(shape), "int32")

@@ -84,6 +84,8 @@ def flex_attention_cpu(q, k, v, out, *, softmax_scale, causal, window_size, soft
     _flex_attention(q, k, v, out, lse, softmax_scale, causal, window_size, softcap, alibi_slopes)
 
 
+# No backward: PyTorch 2.9.1's compiled flex_attention backward does not compile on the CPU
+# (docs/validation/real-kernels.md, docs/validation/repro/sdpa_cpu_backward.py).
 flex_attention_cpu.attnfuzz_features = {"sliding_window", "softcap", "alibi"}
 flex_attention_cpu.attnfuzz_device = "cpu"
 

@@ -45,6 +45,7 @@ def dot_product_attention(q, k, v, out, *, softmax_scale, causal, window_size, s
     return jnp.where(sees_a_key, result, 0).astype(out.dtype)
 
 
-dot_product_attention.attnfuzz_features = {"sliding_window", "alibi"}
+# The backward: jax.vjp through the function (the bridge's, as autograd for torch).
+dot_product_attention.attnfuzz_features = {"sliding_window", "alibi", "backward"}
 dot_product_attention.attnfuzz_device = "cpu"
 dot_product_attention.attnfuzz_framework = "jax"  # for attnfuzz.check

@@ -16,6 +16,8 @@ differs from attnfuzz's, the adapter bridges it:
   passed; otherwise a boolean `attn_mask` built about the bottom-right diagonal, with the window.
 - A row that sees no key comes out NaN from SDPA; attnfuzz's convention is 0, written here.
 - GQA: `enable_gqa=True` when there are fewer key/value heads than query heads.
+- The backward pass is SDPA's own, through autograd: the bridge runs the function on q, k, v that
+  require grad and asks autograd for their gradients under dO (on a CUDA device, not yet run).
 - ALiBi would be a float `attn_mask` in the input dtype: its rounding to fp16/bf16 is error that
   an fp32 bias has not, so it is not declared; nor are soft-capping, packed batches, paged K/V and
   the log-sum-exp, which SDPA has no arguments for.
@@ -103,22 +105,37 @@ def _default_choice_cuda_supports(problem):
     return _unaligned_rows_or_past_grid(problem, "choice of backend (cuDNN or flash)")
 
 
-def _backend_function(backends, name, device="cpu", supports=None):
+def _cpu_flash_backward_supports(problem):
+    """SDPA's CPU flash backward (and PyTorch's choice, which takes it on the CPU) loses precision
+    in dK and dV over a GQA group, growing with the group (docs/validation/real-kernels.md, with a
+    standalone reproduction): declined so that a run judges the rest."""
+    if problem["kv_heads"] != problem["heads"]:
+        return ("SDPA's CPU flash backward loses precision in dK and dV over a GQA group: "
+                "PyTorch's bug, docs/validation/real-kernels.md")
+    return None
+
+
+def _backend_function(backends, name, device="cpu", supports=None, supports_backward=None):
     def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
                   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse):
         _attention(backends, q, k, v, out, softmax_scale, causal, window_size)
 
     attention.__name__ = name
-    attention.attnfuzz_features = {"sliding_window"}
+    # The backward: PyTorch's own autograd through SDPA (the bridge's `out.backward(dout)`).
+    attention.attnfuzz_features = {"sliding_window", "backward"}
     attention.attnfuzz_device = device
     if supports is not None:
         attention.attnfuzz_supports = supports
+    if supports_backward is not None:
+        attention.attnfuzz_supports_backward = supports_backward
     return attention
 
 
 sdpa_math = _backend_function([SDPBackend.MATH], "sdpa_math")
-sdpa_flash = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash")
-sdpa = _backend_function(None, "sdpa")  # PyTorch chooses
+sdpa_flash = _backend_function([SDPBackend.FLASH_ATTENTION], "sdpa_flash",
+                               supports_backward=_cpu_flash_backward_supports)
+# PyTorch chooses:
+sdpa = _backend_function(None, "sdpa", supports_backward=_cpu_flash_backward_supports)
 
 # The CUDA backends: CUDA tensors over the harness's device buffers, on its stream
 # (scripts/real_kernels.sh --gpu runs them; their verdicts are in docs/validation/real-kernels.md).

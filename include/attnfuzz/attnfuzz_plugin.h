@@ -204,9 +204,11 @@ int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason
 int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
                                const attnfuzz_tensors_v2* tensors, char* error, size_t error_size);
 
-/* Version 3, optional (both or neither; exported exactly when attnfuzz_plugin_features() declares
- * ATTNFUZZ_FEATURE_BACKWARD): whether the plugin's backward runs `problem` (1, or 0 with a reason:
- * the case is then skipped), and the backward pass itself. `tensors` holds the forward's inputs and
+/* Version 3, optional (both or neither; exported whenever attnfuzz_plugin_features() declares
+ * ATTNFUZZ_FEATURE_BACKWARD, and never called without it: a bridge hosting functions of another
+ * language may export them for all, declaring the bit for those with a backward): whether the
+ * plugin's backward runs `problem` (1, or 0 with a reason: the case is then skipped), and the
+ * backward pass itself. `tensors` holds the forward's inputs and
  * index arrays, O and the log-sum-exp of the forward (O rounded to the dtype, the log-sum-exp to
  * fp32, both from attnfuzz's float64 forward, as its backward bound assumes); none of them may be
  * written. Returns ATTNFUZZ_STATUS_OK, or ATTNFUZZ_STATUS_ERROR with a one-line message. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Python functions as kernels (fuzz_attention --kernel-py, bridges/python/), end to end through the
 // real binary with numpy: a correct float64 reference (tests/python/reference_attention.py) passes
-// the edge and variant matrices; each of its planted bugs fails one of them, as its C twin does
-// (gqa_modulo through the property search's bound form too);
+// the edge and variant matrices and its backward the backward matrix; each of its planted bugs
+// fails one of them, as its C twin does (gqa_modulo through the property search's bound form too);
 // a function that raises, returns the wrong thing, declares what it cannot or cannot be loaded is
 // named, case by case or with exit 3. Skipped without the bridge or without the environment of
 // scripts/python_env.sh (or ATTNFUZZ_TEST_PYTHON's interpreter).
@@ -178,6 +178,60 @@ TEST_F(PythonKernel, AttnfuzzSupportsSeesEachTensorsStrides) {
   EXPECT_EQ(aligned.exit_code, 0) << aligned.out << aligned.err;
 }
 
+TEST_F(PythonKernel, TheReferencesBackwardPassesTheBackwardMatrixThroughTheBridge) {
+  const RunResult result =
+      run_python(kReference, "attention", "--configs " + matrix("backward.json"));
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.last_line(), HasSubstr("11 passed, 0 failed, 0 skipped"));
+}
+
+TEST_F(PythonKernel, APagedBackwardWritesTheUsedPagesAndRowsThatSeeNoKeyGetNone) {
+  // Paged K/V, whose unused pages must stay untouched, and causal Sq > Sk: rows that see no key.
+  const std::string paged = quoted(write("paged.json", R"({"name": "paged", "cases": [
+      {"backward": true, "batch": 2, "heads": 4, "kv_heads": 2, "seq_len_q": 40, "seq_len_k": 20,
+       "causal": true, "page_size": 16, "dtype": ["fp16", "bf16"]}]})")
+                                       .string());
+  const RunResult result = run_python(kReference, "attention", "--configs " + paged);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.last_line(), HasSubstr("2 passed, 0 failed, 0 skipped"));
+}
+
+class PythonBackwardPlant : public PythonKernel,
+                            public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(PythonBackwardPlant, FailsTheBackwardMatrixInItsBackwardPass) {
+  const ScopedEnvironment plant("ATTNFUZZ_TEST_PLANT", GetParam());
+  const RunResult result =
+      run_python(kReference, "attention", "--configs " + matrix("backward.json") + " --quiet");
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  // Wrong gradients, judged against the oracle (not an exception of the backward).
+  EXPECT_THAT(result.out, ::testing::ContainsRegex("backward pass: d[QKV]\\[.* beyond its bound"));
+}
+
+INSTANTIATE_TEST_SUITE_P(EachPlant, PythonBackwardPlant,
+                         ::testing::Values("backward_rowsum_dropped", "backward_gqa_modulo",
+                                           "backward_softcap_slope_forgotten",
+                                           "backward_dk_unscaled"));
+
+TEST_F(PythonKernel, ABackwardsFaultsAreNamedCaseByCaseAndItsDeclinesSkip) {
+  const std::string one_case = "--configs " + matrix("backward.json") + " --case backward/1";
+  const RunResult raised = run_python(kMisbehaving, "backward_that_raises", one_case);
+  EXPECT_EQ(raised.exit_code, 1) << raised.out << raised.err;
+  EXPECT_THAT(raised.out, ::testing::ContainsRegex("ArithmeticError \\(" + kMisbehaving +
+                                                   ":[0-9]+ in _raise_in_backward\\): the "
+                                                   "backward gave up"));
+  const RunResult two = run_python(kMisbehaving, "backward_returning_two_gradients", one_case);
+  EXPECT_EQ(two.exit_code, 1) << two.out << two.err;
+  EXPECT_THAT(two.out, HasSubstr("a backward returns None (having written dq, dk and dv) or "
+                                 "(dq, dk, dv); it returned tuple"));
+  // backward/2 is the soft-capped case: skipped with the function's reason, the rest pass.
+  const RunResult declined = run_python(kMisbehaving, "backward_only_without_softcap",
+                                        "--configs " + matrix("backward.json"));
+  EXPECT_EQ(declined.exit_code, 0) << declined.out << declined.err;
+  EXPECT_THAT(declined.out, HasSubstr("no soft cap in this backward"));
+  EXPECT_THAT(declined.last_line(), HasSubstr("10 passed, 0 failed, 1 skipped"));
+}
+
 TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError) {
   const struct {
     std::string spec;
@@ -189,6 +243,9 @@ TEST_F(PythonKernel, WhatCannotBeLoadedIsExitThreeNamingTheSpecAndThePythonError
       {"no_such_module_anywhere:attention", "ModuleNotFoundError: No module named"},
       {kMisbehaving + ":declares_an_unknown_feature",
        "ValueError: attnfuzz_features: unknown rotary"},
+      {kMisbehaving + ":declares_a_backward_numpy_cannot_take",
+       "ValueError: attnfuzz_features declares 'backward' but the function has no "
+       "attnfuzz_backward: numpy has no autograd"},
       {kMisbehaving + ":runs_on_the_gpu",
        "ValueError: attnfuzz_device 'cuda' needs --py-framework torch"},
       {kReference, "expected FILE.py:FUNCTION or MODULE:FUNCTION"},

@@ -524,8 +524,9 @@ TEST(MatrixFile, UnknownBuiltInMatrixIsAnError) {
 }
 
 // Edges first: they are small and catch most bugs, so a failing PR run with --fail-fast stops in
-// seconds instead of after the seed's large cases. The variants come next, as small as the edges.
-TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenSeed27) {
+// seconds instead of after the seed's large cases. The variants come next, as small as the edges,
+// then the backward pass's cases (under a second in all on cpu_flash).
+TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenBackwardThenSeed27) {
   const CaseMatrix pr = load_built_in_matrix("pr.json");
   EXPECT_EQ(pr.name, "pr");
   EXPECT_EQ(pr.source, "built-in:pr.json");
@@ -533,12 +534,14 @@ TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenSeed27) {
   const std::size_t edges = expected.size();
   const std::vector<AttentionCase> variants = load_built_in_matrix("variants.json").cases;
   for (const AttentionCase& c : variants) expected.push_back(c);
+  for (const AttentionCase& c : load_built_in_matrix("backward.json").cases) expected.push_back(c);
   for (const AttentionCase& c : load_built_in_matrix("seed27.json").cases) expected.push_back(c);
   EXPECT_EQ(pr.cases.size(), expected.size());
   EXPECT_TRUE(same_cases(pr.cases, expected));
   EXPECT_EQ(pr.cases.front().id, "edges/0");
   EXPECT_EQ(pr.cases[edges].id, "variants/0");
-  EXPECT_EQ(pr.cases[edges + variants.size()].id, "seed27/0");
+  EXPECT_EQ(pr.cases[edges + variants.size()].id, "backward/0");
+  EXPECT_EQ(pr.cases.back().id.rfind("seed27/", 0), 0u);
 }
 
 TEST(MatrixFile, EveryShippedFileLoadsFromDiskAndEqualsItsBuiltInCopy) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* Plugins of ABI version 3 whose backward declaration and symbols disagree, as MALFORMED_BACKWARD
- * chooses: the harness must refuse each on loading, naming what is missing.
+ * chooses: the harness must refuse each on loading, naming what is missing, but the second, which
+ * loads and skips backward cases saying why (as a bridge hosting a function without a backward).
  *   MALFORMED_BACKWARD_BIT_WITHOUT_SYMBOLS  declares ATTNFUZZ_FEATURE_BACKWARD, exports neither
  *   MALFORMED_BACKWARD_SYMBOLS_WITHOUT_BIT  exports both, declares no ATTNFUZZ_FEATURE_BACKWARD
  *   MALFORMED_BACKWARD_ONE_SYMBOL           declares it, exports attnfuzz_plugin_backward alone
@@ -17,7 +18,9 @@ int attnfuzz_plugin_abi_version(void) {
   return ATTNFUZZ_PLUGIN_ABI_VERSION;
 }
 const char* attnfuzz_plugin_name(void) {
-  return "malformed_backward";
+  return MALFORMED_BACKWARD == MALFORMED_BACKWARD_SYMBOLS_WITHOUT_BIT
+             ? "backward_symbols_without_bit"
+             : "malformed_backward";
 }
 int attnfuzz_plugin_site(void) {
   return ATTNFUZZ_SITE_HOST;

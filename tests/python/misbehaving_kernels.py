@@ -5,7 +5,8 @@ import numpy as np
 
 from reference_attention import attention as reference
 
-EVERY_FEATURE = reference.attnfuzz_features
+EVERY_VARIANT = reference.attnfuzz_features - {"backward"}
+WITH_A_BACKWARD = reference.attnfuzz_features
 
 
 def raises(q, k, v, out, **keywords):
@@ -19,7 +20,7 @@ def returns_the_output(q, k, v, out, **keywords):
     return result
 
 
-returns_the_output.attnfuzz_features = EVERY_FEATURE
+returns_the_output.attnfuzz_features = EVERY_VARIANT
 
 
 def returns_a_wrong_shape(q, k, v, out, **keywords):
@@ -65,3 +66,42 @@ def runs_on_the_gpu(q, k, v, out, **keywords):
 
 
 runs_on_the_gpu.attnfuzz_device = "cuda"
+
+
+def declares_a_backward_numpy_cannot_take(q, k, v, out, **keywords):
+    """Declares "backward" with no attnfuzz_backward: numpy has no autograd to stand in."""
+    reference(q, k, v, out, **keywords)
+
+
+declares_a_backward_numpy_cannot_take.attnfuzz_features = {"backward"}
+
+
+def backward_that_raises(q, k, v, out, **keywords):
+    reference(q, k, v, out, **keywords)
+
+
+def _raise_in_backward(dout, q, k, v, out, lse, dq, dk, dv, **keywords):
+    raise ArithmeticError("the backward gave up")  # named in the failing case's reason
+
+
+backward_that_raises.attnfuzz_features = WITH_A_BACKWARD
+backward_that_raises.attnfuzz_backward = _raise_in_backward
+
+
+def backward_returning_two_gradients(q, k, v, out, **keywords):
+    reference(q, k, v, out, **keywords)
+
+
+backward_returning_two_gradients.attnfuzz_features = WITH_A_BACKWARD
+backward_returning_two_gradients.attnfuzz_backward = (
+    lambda dout, q, k, v, out, lse, dq, dk, dv, **keywords: (dq, dk))
+
+
+def backward_only_without_softcap(q, k, v, out, **keywords):
+    reference(q, k, v, out, **keywords)
+
+
+backward_only_without_softcap.attnfuzz_features = WITH_A_BACKWARD
+backward_only_without_softcap.attnfuzz_backward = reference.attnfuzz_backward
+backward_only_without_softcap.attnfuzz_supports_backward = lambda problem: (
+    "no soft cap in this backward" if problem["softcap"] > 0 else None)
