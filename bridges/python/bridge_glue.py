@@ -52,6 +52,8 @@ FEATURE_BITS = {
     "nondeterministic_backward": 128,
 }
 DTYPE_NAMES = {0: "float16", 1: "bfloat16"}
+# The keyword arguments that are arrays (None when the case has none).
+ARRAY_KEYWORDS = ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")
 FRAMEWORKS = ("numpy", "torch", "jax")
 
 
@@ -259,14 +261,8 @@ class Kernel:
         buffers."""
         jax, lse = self.jax, keywords["lse"]
         try:
-            # Copies: jnp.asarray would map aligned host memory, which the harness reuses after
-            # the call, into arrays the function may keep.
-            def copied(value):
-                return None if value is None else jax.numpy.array(value, copy=True)
-
-            inputs = [copied(tensor) for tensor in (q, k, v)]
-            arrays = {name: copied(value) for name, value in keywords.items()
-                      if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")}
+            inputs = [self.jax_copy(tensor) for tensor in (q, k, v)]
+            arrays = self.jax_arrays(keywords)
         except Exception as error:
             return "the bridge could not make the JAX arrays: " + error_text(error, None)
         shapes = {"lse": None if lse is None else jax.ShapeDtypeStruct(lse.shape, lse.dtype)}
@@ -368,13 +364,9 @@ class Kernel:
         inputs = [dout, q, k, v, out, keywords["lse"]]
         outputs = list(targets)
         if self.jax is not None:
-            jax = self.jax
-            inputs = [jax.numpy.array(value, copy=True) for value in inputs]
-            rest = {name: (jax.numpy.array(value, copy=True)
-                           if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k",
-                                       "block_table") and value is not None else value)
-                    for name, value in rest.items()}
-            outputs = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in targets]
+            inputs = [self.jax_copy(value) for value in inputs]
+            rest.update(self.jax_arrays(rest))
+            outputs = [self.jax.ShapeDtypeStruct(t.shape, t.dtype) for t in targets]
         returned = self.backward_fn(*inputs, *outputs, deterministic=deterministic, **rest)
         if returned is None and self.jax is None:
             return None
@@ -418,10 +410,8 @@ class Kernel:
         """jax.vjp through the function (the log-sum-exp asked for: its output's first part)."""
         jax = self.jax
         lse = keywords["lse"] if self.writes_lse() else None
-        inputs = [jax.numpy.array(value, copy=True) for value in (q, k, v)]
-        arrays = {name: jax.numpy.array(value, copy=True) for name, value in keywords.items()
-                  if name in ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")
-                  and value is not None}
+        inputs = [self.jax_copy(value) for value in (q, k, v)]
+        arrays = self.jax_arrays(keywords)
         shapes = {"lse": None if lse is None else jax.ShapeDtypeStruct(lse.shape, lse.dtype)}
         out_shape = jax.ShapeDtypeStruct(out.shape, out.dtype)
 
@@ -430,7 +420,17 @@ class Kernel:
             return returned if lse is None else returned[0]
 
         _, pullback = jax.vjp(primal, *inputs)
-        return self.copy_gradients(pullback(jax.numpy.array(dout, copy=True)), targets)
+        return self.copy_gradients(pullback(self.jax_copy(dout)), targets)
+
+    def jax_copy(self, value):
+        """A JAX array copied from a view of the harness's memory (None stays None). A copy:
+        jnp.asarray would map aligned host memory, which the harness reuses after the call, into
+        an array the function may keep."""
+        return None if value is None else self.jax.numpy.array(value, copy=True)
+
+    def jax_arrays(self, keywords):
+        """The keyword arguments that are arrays, as JAX copies."""
+        return {name: self.jax_copy(keywords[name]) for name in ARRAY_KEYWORDS}
 
     # ---- the tensors ----
 
