@@ -2,19 +2,22 @@
 // The false-alarm run: many random valid cases on a correct kernel, counting the cases the
 // harness fails. Every case is checked against the oracle with every check a run makes (the
 // element bound, FlashAttention's rule, the bias test, the determinism check's second run);
-// every tenth dense one also against every metamorphic property. Cases are drawn as the property
-// search draws them: other softmax scales, long rows, decode steps (the split-KV path), head dims
-// no built-in kernel supports, shapes past CUDA's grid limits (1 case in 64), every tensor
-// placement, and the attention variants (packed and paged, windows, softcap, ALiBi, the
+// every tenth dense one also against every forward metamorphic property. Cases are drawn as the
+// property search draws them: other softmax scales, long rows, decode steps (the split-KV path),
+// head dims no built-in kernel supports, shapes past CUDA's grid limits (1 case in 64), every
+// tensor placement, and the attention variants (packed and paged, windows, softcap, ALiBi, the
 // log-sum-exp) each on about half the time. A harness that cries wolf is worse than none: the count
 // must be zero.
 //
 // With --backward each case runs the kernel's backward pass instead (run/backward_check.h: dO
 // drawn from the case's distribution, every gradient element against the float64 gradients under
-// the backward bound), drawn without paged K/V, which it does not run; cases its backward declines
-// (head dims it has no tiles for) are skipped.
+// the backward bound), and every tenth dense one against the backward's metamorphic properties,
+// drawn without paged K/V, which it does not run; cases its backward declines (head dims it has no
+// tiles for) are skipped.
 //
-//   bench_false_alarms [--cases N] [--seed S] [--kernel NAME] [--jobs J] [--backward]
+//   bench_false_alarms [--cases N] [--first F] [--seed S] [--kernel NAME] [--jobs J] [--backward]
+// Case i is drawn from (S, i) alone: --first F runs cases F to F + N - 1 of the seed's stream, so
+// that a long run can be done in parts that together are the one run.
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
 // single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
 // and reason), coverage by distribution and dtype and by variant and placement, the worst
@@ -99,8 +102,21 @@ AttentionProblem count_checked(const AttentionCase& attention_case, Tally& tally
   return problem;
 }
 
-// Case `index` of the run: against the oracle, and every tenth against every property (which
-// passes over a case with a variant: the relations are written for dense cases).
+// Every metamorphic property of `pass` on the case.
+void check_metamorphic(PropertyPass pass, const AttentionCase& attention_case,
+                       const RunSettings& settings, Tally& tally) {
+  for (const PropertyInfo& info : kProperties) {
+    if (info.property == Property::matches_oracle || info.pass != pass) continue;
+    ++tally.property_checks;
+    if (const auto failure = check_property(info.property, attention_case, settings).failure) {
+      ++tally.false_alarms;
+      report_false_alarm(info.name, attention_case, *failure);
+    }
+  }
+}
+
+// Case `index` of the run: against the oracle, and every tenth against every forward property
+// (which passes over a case with a variant: the relations are written for dense cases).
 void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, long long index,
                 const RunSettings& settings, Tally& tally) {
   const AttentionCase attention_case =
@@ -134,15 +150,7 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
     ++tally.false_alarms;
     report_false_alarm("matches_oracle", attention_case, result.reason);
   }
-  if (index % 10 != 0) return;
-  for (const PropertyInfo& info : kProperties) {
-    if (info.property == Property::matches_oracle) continue;
-    ++tally.property_checks;
-    if (const auto failure = check_property(info.property, attention_case, settings).failure) {
-      ++tally.false_alarms;
-      report_false_alarm(info.name, attention_case, *failure);
-    }
-  }
+  if (index % 10 == 0) check_metamorphic(PropertyPass::forward, attention_case, settings, tally);
 }
 
 // Case `index` of the run through the kernel's backward pass.
@@ -156,6 +164,12 @@ void check_backward_case(const rc::Gen<AttentionCase>& generator, std::uint64_t 
     ++tally.skipped;
     ++tally.skipped_by_cause["declined by the backward"];
     return;
+  }
+  if (index % 10 == 0) {
+    RunSettings settings;
+    settings.backend = Backend::cpu;
+    settings.kernel = std::string(kernel.name());
+    check_metamorphic(PropertyPass::backward, attention_case, settings, tally);
   }
   const BackwardCheck check = check_backward(kernel, attention_case, PlantedBug::none);
   if (!check.error.empty()) {
@@ -186,6 +200,7 @@ void check_backward_case(const rc::Gen<AttentionCase>& generator, std::uint64_t 
 int main(int argc, char** argv) {
   using namespace attnfuzz;
   long long cases = 100000;
+  long long first = 0;
   std::uint64_t seed = 1;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   RunSettings settings;
@@ -198,6 +213,7 @@ int main(int argc, char** argv) {
     }
     if (arg + 1 >= argc) break;
     if (std::strcmp(argv[arg], "--cases") == 0) cases = std::atoll(argv[arg + 1]);
+    if (std::strcmp(argv[arg], "--first") == 0) first = std::max(0LL, std::atoll(argv[arg + 1]));
     if (std::strcmp(argv[arg], "--seed") == 0) seed = std::strtoull(argv[arg + 1], nullptr, 10);
     if (std::strcmp(argv[arg], "--kernel") == 0) settings.kernel = argv[arg + 1];
     if (std::strcmp(argv[arg], "--jobs") == 0) jobs = std::max(1, std::atoi(argv[arg + 1]));
@@ -225,10 +241,10 @@ int main(int argc, char** argv) {
   for (int job = 0; job < jobs; ++job) {
     threads.emplace_back([&, job] {
       Tally& tally = tallies[static_cast<std::size_t>(job)];
-      for (long long index = job; index < cases && !stop_requested; index += jobs) {
-        if (index > 0 && index % 10000 == 0) {
+      for (long long index = first + job; index < first + cases && !stop_requested; index += jobs) {
+        if (index > first && (index - first) % 10000 == 0) {
           const std::lock_guard<std::mutex> lock(output_mutex);
-          std::fprintf(stderr, "%lld cases, %lld false alarms on this thread\n", index,
+          std::fprintf(stderr, "%lld cases, %lld false alarms on this thread\n", index - first,
                        tally.false_alarms);
         }
         if (backward) {
@@ -256,10 +272,11 @@ int main(int argc, char** argv) {
   for (const auto& [cause, count] : total.skipped_by_cause)
     std::printf("skipped as %s: %lld\n", cause.c_str(), count);
   std::printf(
-      "%lld random cases (%lld skipped)%s, %lld metamorphic checks, %d jobs, %.0f s "
-      "(%.0f cases/s)\n",
-      total.cases, total.skipped, stop_requested ? ", stopped early" : "", total.property_checks,
-      jobs, seconds, static_cast<double>(total.cases) / seconds);
+      "%lld random cases (%lld skipped; from case %lld of seed %llu)%s, %lld metamorphic checks, "
+      "%d jobs, %.0f s (%.0f cases/s)\n",
+      total.cases, total.skipped, first, static_cast<unsigned long long>(seed),
+      stop_requested ? ", stopped early" : "", total.property_checks, jobs, seconds,
+      static_cast<double>(total.cases) / seconds);
   std::printf("false alarms: %lld\n", total.false_alarms);
   return total.false_alarms == 0 ? 0 : 1;
 }

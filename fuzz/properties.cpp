@@ -23,6 +23,7 @@
 #include "core/problem_features.h"
 #include "core/splitmix.h"
 #include "core/write_file_atomically.h"
+#include "fuzz/backward_properties.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/kernel_reach.h"
 #include "fuzz/property_schedule.h"
@@ -422,6 +423,14 @@ rc::Gen<AttentionCase> generator_for(Property property, const KernelReach& reach
       case Property::padding_nan_independence:
         attention_case.row_padding = std::max<std::int64_t>(attention_case.row_padding, 1);
         break;
+      case Property::backward_key_permutation:
+        attention_case.causal = false;
+        attention_case.backward = true;
+        break;
+      case Property::backward_gradient_sums:
+      case Property::backward_grad_output_scaling:
+        attention_case.backward = true;  // what it runs, so that a saved case says so
+        break;
       default:
         break;
     }
@@ -454,6 +463,10 @@ std::optional<Property> parse_property(std::string_view name) {
   return std::nullopt;
 }
 
+PropertyPass pass_of(Property property) {
+  return kProperties[static_cast<int>(property)].pass;
+}
+
 PropertyCheck check_property(Property property, const AttentionCase& attention_case,
                              const RunSettings& settings) {
   const CaseRunner runner(settings);
@@ -465,6 +478,10 @@ PropertyCheck check_property(Property property, const AttentionCase& attention_c
   }
   const KernelChoice choice = runner.choose_kernel(attention_case);
   if (choice.kernel == nullptr) return PropertyCheck::not_judged();  // cannot run here
+  if (pass_of(property) == PropertyPass::backward) {
+    return check_backward_property(property, attention_case, *choice.kernel, settings.plant,
+                                   !settings.allow_nondeterminism);
+  }
   Subject subject;
   subject.kernel = choice.kernel;
   subject.problem = problem_of(attention_case);
@@ -496,6 +513,9 @@ PropertyCheck check_property(Property property, const AttentionCase& attention_c
     case Property::padding_nan_independence:
       return check_padding(subject);
     case Property::matches_oracle:
+    case Property::backward_gradient_sums:
+    case Property::backward_key_permutation:
+    case Property::backward_grad_output_scaling:
       break;
   }
   return PropertyCheck(std::nullopt);

@@ -2,7 +2,8 @@
 // The property-based engine: RapidCheck searches the case space for a case that breaks a
 // property of the kernel under test, then shrinks it to the smallest failing shape and simplest
 // data. One property compares with the oracle; the others are metamorphic (two runs of the kernel
-// that must agree), so they need no oracle and scale to large shapes.
+// that must agree), so they need no oracle and scale to large shapes, or, for the backward pass,
+// relations among its gradients that the oracle's bound only sizes.
 #pragma once
 
 #include <filesystem>
@@ -19,37 +20,53 @@
 
 namespace attnfuzz {
 
-// X(id, the sentence it checks)
-#define ATTNFUZZ_PROPERTIES(X)                                                                  \
-  X(matches_oracle, "the output matches the float64 oracle within the tolerance")               \
-  X(key_value_permutation, "permuting key/value pairs leaves a non-causal output unchanged")    \
-  X(key_shift, "adding one vector to every key of a head leaves the output unchanged")          \
-  X(batch_head_independence, "changing one batch's or one head's data changes only its output") \
-  X(gqa_equals_mha, "GQA equals MHA with each key/value head repeated for its query heads")     \
-  X(causal_future_independence, "a causal row does not depend on keys it must not see")         \
-  X(value_scaling, "scaling V by a power of two scales the output exactly")                     \
-  X(determinism, "the same input twice gives bitwise identical output")                         \
-  X(padding_nan_independence, "NaN in the inputs' padding and beyond their end changes nothing")
+// Which pass a property judges. A forward property runs the case as drawn (matches_oracle runs a
+// "backward": true case's backward too); a backward one (fuzz/backward_properties.h) runs the
+// case's backward, whatever its flag says.
+enum class PropertyPass { forward, backward };
+
+// X(id, pass, the sentence it checks)
+#define ATTNFUZZ_PROPERTIES(X)                                                                   \
+  X(matches_oracle, forward, "the output matches the float64 oracle within the tolerance")       \
+  X(key_value_permutation, forward,                                                              \
+    "permuting key/value pairs leaves a non-causal output unchanged")                            \
+  X(key_shift, forward, "adding one vector to every key of a head leaves the output unchanged")  \
+  X(batch_head_independence, forward,                                                            \
+    "changing one batch's or one head's data changes only its output")                           \
+  X(gqa_equals_mha, forward,                                                                     \
+    "GQA equals MHA with each key/value head repeated for its query heads")                      \
+  X(causal_future_independence, forward, "a causal row does not depend on keys it must not see") \
+  X(value_scaling, forward, "scaling V by a power of two scales the output exactly")             \
+  X(determinism, forward, "the same input twice gives bitwise identical output")                 \
+  X(padding_nan_independence, forward,                                                           \
+    "NaN in the inputs' padding and beyond their end changes nothing")                           \
+  X(backward_gradient_sums, backward,                                                            \
+    "dK sums to zero over the keys, dV to dO over the rows, and q.dQ to k.dK over a group")      \
+  X(backward_key_permutation, backward,                                                          \
+    "permuting key/value pairs permutes dK's and dV's rows and leaves dQ unchanged")             \
+  X(backward_grad_output_scaling, backward, "doubling dO doubles dQ, dK and dV")
 
 enum class Property {
-#define ATTNFUZZ_PROPERTY_ENUM(id, sentence) id,
+#define ATTNFUZZ_PROPERTY_ENUM(id, pass, sentence) id,
   ATTNFUZZ_PROPERTIES(ATTNFUZZ_PROPERTY_ENUM)
 #undef ATTNFUZZ_PROPERTY_ENUM
 };
 
 struct PropertyInfo {
   Property property;
+  PropertyPass pass;
   std::string_view name;
   std::string_view sentence;
 };
 
 inline constexpr PropertyInfo kProperties[] = {
-#define ATTNFUZZ_PROPERTY_ROW(id, sentence) {Property::id, #id, sentence},
+#define ATTNFUZZ_PROPERTY_ROW(id, pass, sentence) {Property::id, PropertyPass::pass, #id, sentence},
     ATTNFUZZ_PROPERTIES(ATTNFUZZ_PROPERTY_ROW)
 #undef ATTNFUZZ_PROPERTY_ROW
 };
 
 std::optional<Property> parse_property(std::string_view name);
+PropertyPass pass_of(Property property);
 
 // What checking a property on one case found: held, failed (with what went wrong), or not judged,
 // when the case could not show the property either way: the kernel cannot run it here (no GPU,

@@ -15,19 +15,37 @@ AttentionProblem backward_problem_of(AttentionCase attention_case) {
   return problem_of(attention_case);
 }
 
-BackwardCase::BackwardCase(const AttentionCase& attention_case)
-    : problem(backward_problem_of(attention_case)),
-      inputs(generate_inputs(problem, attention_case.data, attention_case.seed,
-                             attention_case.injection)) {
+std::vector<std::uint16_t> draw_grad_output(const AttentionProblem& problem,
+                                            const AttentionCase& attention_case) {
   const AttentionInputs drawn =
       generate_inputs(problem, attention_case.data, attention_case.seed ^ kGradOutputSeed);
   const AttentionTensors drawn_tensors{drawn.q.data(), drawn.k.data(), drawn.v.data(), nullptr};
+  std::vector<std::uint16_t> grad_output(static_cast<std::size_t>(o_span(problem)), 0);
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
+      for (std::int64_t h = 0; h < problem.heads; ++h) {
+        std::copy_n(query_row(problem, drawn_tensors, b, i, h), problem.head_dim,
+                    output_row(problem, grad_output.data(), b, i, h));
+      }
+    }
+  }
+  return grad_output;
+}
+
+BackwardCase::BackwardCase(const AttentionCase& attention_case)
+    : BackwardCase(backward_problem_of(attention_case),
+                   generate_inputs(backward_problem_of(attention_case), attention_case.data,
+                                   attention_case.seed, attention_case.injection),
+                   draw_grad_output(backward_problem_of(attention_case), attention_case)) {}
+
+BackwardCase::BackwardCase(const AttentionProblem& problem_in, AttentionInputs inputs_in,
+                           std::vector<std::uint16_t> grad_output_in)
+    : problem(problem_in), inputs(std::move(inputs_in)), grad_output(std::move(grad_output_in)) {
   // The oracles read the inputs and index arrays alone.
   const AttentionTensors original =
       with_index_arrays({inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr}, problem);
   forward = reference_attention(problem, original);
   output.assign(static_cast<std::size_t>(o_span(problem)), 0);
-  grad_output.assign(output.size(), 0);
   lse.assign(static_cast<std::size_t>(lse_span(problem)), 0.0f);
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
@@ -38,8 +56,6 @@ BackwardCase::BackwardCase(const AttentionCase& attention_case)
           out[d] = float_to_dtype(static_cast<float>(forward.output[row * problem.head_dim + d]),
                                   problem.dtype);
         }
-        std::copy_n(query_row(problem, drawn_tensors, b, i, h), problem.head_dim,
-                    output_row(problem, grad_output.data(), b, i, h));
         lse[problem.lse_offset(b, i, h)] = static_cast<float>(forward.log_sum_exp[row]);
       }
     }
@@ -56,11 +72,29 @@ AttentionTensors BackwardCase::tensors() const {
   return tensors;
 }
 
+std::int64_t gradient_row_offset(const AttentionProblem& problem, GradientTensor tensor,
+                                 std::int64_t b, std::int64_t head, std::int64_t row) {
+  switch (tensor) {
+    case GradientTensor::dq:
+      return problem.q_row_offset(b, row) + head * problem.q_strides.head;
+    case GradientTensor::dk:
+      return problem.k_row_offset(b, row) + head * problem.k_strides.head;
+    case GradientTensor::dv:
+      break;
+  }
+  return problem.v_row_offset(b, row) + head * problem.v_strides.head;
+}
+
+std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tensor) {
+  return tensor == GradientTensor::dq   ? q_span(problem)
+         : tensor == GradientTensor::dk ? k_span(problem)
+                                        : v_span(problem);
+}
+
 namespace {
 
-// Calls visit(b, head, row, offset) for every row of a gradient tensor laid out as its input (dQ
-// as Q: query heads and rows; dK as K and dV as V: kv heads and key rows), offset from element
-// [0, 0, 0, 0].
+// Calls visit(b, head, row, offset) for every row of a gradient tensor laid out as its input,
+// offset from element [0, 0, 0, 0].
 template <typename Visit>
 void for_each_gradient_row(const AttentionProblem& problem, GradientTensor tensor, Visit&& visit) {
   const bool query = tensor == GradientTensor::dq;
@@ -69,21 +103,10 @@ void for_each_gradient_row(const AttentionProblem& problem, GradientTensor tenso
     const std::int64_t rows = query ? problem.seq_len_q_of(b) : problem.seq_len_k_of(b);
     for (std::int64_t row = 0; row < rows; ++row) {
       for (std::int64_t h = 0; h < heads; ++h) {
-        const std::int64_t offset = tensor == GradientTensor::dq
-                                        ? problem.q_row_offset(b, row) + h * problem.q_strides.head
-                                    : tensor == GradientTensor::dk
-                                        ? problem.k_row_offset(b, row) + h * problem.k_strides.head
-                                        : problem.v_row_offset(b, row) + h * problem.v_strides.head;
-        visit(b, h, row, offset);
+        visit(b, h, row, gradient_row_offset(problem, tensor, b, h, row));
       }
     }
   }
-}
-
-std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tensor) {
-  return tensor == GradientTensor::dq   ? q_span(problem)
-         : tensor == GradientTensor::dk ? k_span(problem)
-                                        : v_span(problem);
 }
 
 // The margin after a gradient: wide enough that one written with another tensor's strides, or with
@@ -252,6 +275,24 @@ GradientComparison compare_run(const BackwardCase& backward_case, const Backward
 }
 
 }  // namespace
+
+BackwardGradients backward_gradients(const AttentionKernel& kernel,
+                                     const BackwardCase& backward_case, PlantedBug plant,
+                                     bool deterministic) {
+  const BackwardRun run = run_backward(kernel, backward_case, plant, deterministic);
+  BackwardGradients result;
+  result.fault = !run.error.empty()  ? run.error
+                 : run.changed_input ? *run.changed_input
+                                     : run.gradients.find_stray_write().value_or("");
+  const auto copy_out = [&](GradientTensor tensor) {
+    const std::uint16_t* data = run.gradients.data(tensor);
+    return std::vector<std::uint16_t>(data, data + gradient_span(backward_case.problem, tensor));
+  };
+  result.dq = copy_out(GradientTensor::dq);
+  result.dk = copy_out(GradientTensor::dk);
+  result.dv = copy_out(GradientTensor::dv);
+  return result;
+}
 
 BackwardCheck check_backward(const AttentionKernel& kernel, const AttentionCase& attention_case,
                              PlantedBug plant, int repeats, bool allow_nondeterminism) {

@@ -42,9 +42,39 @@ struct BackwardCase {
   PlainGradients plain;  // FlashAttention's yardstick: the plain same-precision backward's
 
   explicit BackwardCase(const AttentionCase& attention_case);
+  // The same from given tensors (a metamorphic property hands a kernel two related cases): the
+  // problem (a backward_problem_of), its inputs and dO as given; O, the log-sum-exp and the
+  // gradients from their float64 forward and backward.
+  BackwardCase(const AttentionProblem& problem, AttentionInputs inputs,
+               std::vector<std::uint16_t> grad_output);
   // The original inputs and index arrays, O and the log-sum-exp.
   AttentionTensors tensors() const;
 };
+
+// dO for a case's problem: Q's draw from the case's distribution under kGradOutputSeed.
+std::vector<std::uint16_t> draw_grad_output(const AttentionProblem& problem,
+                                            const AttentionCase& attention_case);
+
+// Where row `row` of head `head` of a gradient laid out as its input starts (dQ as Q: query heads
+// and rows; dK as K and dV as V: kv heads and key rows), from element [0, 0, 0, 0].
+std::int64_t gradient_row_offset(const AttentionProblem& problem, GradientTensor tensor,
+                                 std::int64_t b, std::int64_t head, std::int64_t row);
+// The elements a gradient laid out as its input spans.
+std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tensor);
+
+// One run of `kernel`'s backward on a prepared case (the caller has checked backward_support):
+// dQ, dK and dV laid out as Q, K and V (each its input's span from element [0, 0, 0, 0]), or the
+// first fault: the kernel's error, an input it changed, a write outside the gradients' rows.
+struct BackwardGradients {
+  std::string fault;
+  std::vector<std::uint16_t> dq, dk, dv;
+  const std::vector<std::uint16_t>& of(GradientTensor tensor) const {
+    return tensor == GradientTensor::dq ? dq : tensor == GradientTensor::dk ? dk : dv;
+  }
+};
+BackwardGradients backward_gradients(const AttentionKernel& kernel,
+                                     const BackwardCase& backward_case, PlantedBug plant,
+                                     bool deterministic);
 
 struct BackwardCheck {
   std::string error;  // the kernel's, when it threw; then nothing was compared
