@@ -11,9 +11,9 @@
 //
 // With --backward each case runs the kernel's backward pass instead (run/backward_check.h: dO
 // drawn from the case's distribution, every gradient element against the float64 gradients under
-// the backward bound), and every tenth dense one against the backward's metamorphic properties,
-// drawn without paged K/V, which it does not run; cases its backward declines (head dims it has no
-// tiles for) are skipped.
+// the backward bound), and every tenth case against the backward's metamorphic properties (which
+// judge its dense ones); drawn without paged K/V, which it does not run; cases its backward
+// declines (head dims it has no tiles for) are skipped.
 //
 //   bench_false_alarms [--cases N] [--first F] [--seed S] [--kernel NAME] [--jobs J] [--backward]
 // Case i is drawn from (S, i) alone: --first F runs cases F to F + N - 1 of the seed's stream, so

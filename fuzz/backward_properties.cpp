@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fuzz/backward_properties.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/problem_features.h"
@@ -17,14 +21,15 @@
 namespace attnfuzz {
 namespace {
 
-// Float64's own error in the sums below and in the float64 gradients the bounds are measured
-// from: n 2^-53 of a sum's magnitude for n terms, n below 2^24 in any case the search draws.
+// Float64's own error in the relations' sums of the kernel's gradients: n 2^-53 of a sum's
+// magnitude for n terms, n below 2^24 in any case the search draws. (The float64 gradients' own
+// error lies far inside the bounds' fp32 terms.)
 constexpr double kFloat64SumSlack = 0x1p-29;
 
 constexpr GradientTensor kGradients[] = {GradientTensor::dq, GradientTensor::dk,
                                          GradientTensor::dv};
 
-struct Subject {
+struct BackwardSubject {
   const AttentionKernel* kernel = nullptr;
   PlantedBug plant = PlantedBug::none;
   bool deterministic = true;
@@ -34,7 +39,7 @@ struct Subject {
 // gradients.
 class JudgedRun {
  public:
-  JudgedRun(const Subject& subject, std::unique_ptr<const BackwardCase> handed)
+  JudgedRun(const BackwardSubject& subject, std::unique_ptr<const BackwardCase> handed)
       : handed_(std::move(handed)),
         bound_(handed_->problem, handed_->forward, handed_->gradients),
         gradients_(
@@ -54,11 +59,7 @@ class JudgedRun {
   }
   double allowed(GradientTensor tensor, std::int64_t b, std::int64_t head, std::int64_t row,
                  std::int64_t d) const {
-    const AttentionProblem& p = problem();
-    const bool query = tensor == GradientTensor::dq;
-    const std::int64_t heads = query ? p.heads : p.kv_heads;
-    const std::int64_t rows = query ? p.seq_len_q : p.seq_len_k;
-    return bound_.allowed(tensor, ((b * heads + head) * rows + row) * p.head_dim + d);
+    return bound_.allowed(tensor, gradient_index(problem(), tensor, b, head, row, d));
   }
 
  private:
@@ -121,8 +122,9 @@ struct BoundedSum {
 // sum_j dS_ij = sum_j P_ij (dP_ij - D_i) = D_i - D_i. So per (batch, kv head) and dimension,
 // sum_j dK_j = 0 and sum_j dV_j = sum_i dO_i over the group's rows that see a key; and
 // sum_i q_i . dQ_i = scale sum_ij dS_ij q_i . k_j = sum_j k_j . dK_j over the group.
-PropertyCheck check_gradient_sums(const Subject& subject, const AttentionCase& attention_case) {
-  const JudgedRun run(subject, std::make_unique<const BackwardCase>(attention_case));
+PropertyCheck check_gradient_sums(const BackwardSubject& subject,
+                                  const AttentionCase& attention_case) {
+  const JudgedRun run(subject, std::make_unique<const BackwardCase>(attention_case, false));
   if (!run.fault().empty()) return PropertyCheck(run.fault());
   if (!run.in_range()) return PropertyCheck::not_judged();
   if (std::optional<std::string> non_finite = first_non_finite(run)) return {non_finite};
@@ -204,7 +206,8 @@ PropertyCheck compare_runs(const JudgedRun& first, const JudgedRun& second, doub
           const double expected = factor * first.value(tensor, b, head, row, d);
           const double got = second.value(tensor, b, head, mapped, d);
           const double limit = factor * first.allowed(tensor, b, head, row, d) +
-                               second.allowed(tensor, b, head, mapped, d);
+                               second.allowed(tensor, b, head, mapped, d) +
+                               kFloat64SumSlack * (std::fabs(expected) + std::fabs(got));
           if (std::fabs(expected - got) <= limit) continue;  // false for NaN: NaN always fails
           std::ostringstream text;
           text.precision(6);
@@ -228,10 +231,12 @@ std::int64_t mirrored_key_row(const AttentionProblem& problem, GradientTensor te
 }
 
 // The keys' order is the softmax's sum order: reversing the key/value pairs of a non-causal case
-// reverses dK's and dV's rows and leaves dQ (the same O, log-sum-exp and dO are exact for both).
-PropertyCheck check_key_permutation(const Subject& subject, const AttentionCase& attention_case) {
+// reverses dK's and dV's rows and leaves dQ. Both runs get the same dO, and O and the log-sum-exp
+// of their own float64 forward (equal but for float64's summation order).
+PropertyCheck check_key_permutation(const BackwardSubject& subject,
+                                    const AttentionCase& attention_case) {
   if (attention_case.causal) return PropertyCheck::not_judged();
-  auto handed = std::make_unique<const BackwardCase>(attention_case);
+  auto handed = std::make_unique<const BackwardCase>(attention_case, false);
   const AttentionProblem& p = handed->problem;
   AttentionInputs reversed = handed->inputs;
   for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -245,7 +250,8 @@ PropertyCheck check_key_permutation(const Subject& subject, const AttentionCase&
       }
     }
   }
-  auto other = std::make_unique<const BackwardCase>(p, std::move(reversed), handed->grad_output);
+  auto other =
+      std::make_unique<const BackwardCase>(p, std::move(reversed), handed->grad_output, false);
   const JudgedRun first(subject, std::move(handed));
   const JudgedRun second(subject, std::move(other));
   return compare_runs(first, second, 1.0, mirrored_key_row,
@@ -253,9 +259,9 @@ PropertyCheck check_key_permutation(const Subject& subject, const AttentionCase&
 }
 
 // The gradients are linear in dO, and doubling is exact: 2 dO gives 2 dQ, 2 dK and 2 dV.
-PropertyCheck check_grad_output_scaling(const Subject& subject,
+PropertyCheck check_grad_output_scaling(const BackwardSubject& subject,
                                         const AttentionCase& attention_case) {
-  auto handed = std::make_unique<const BackwardCase>(attention_case);
+  auto handed = std::make_unique<const BackwardCase>(attention_case, false);
   const AttentionProblem& p = handed->problem;
   std::vector<std::uint16_t> doubled = handed->grad_output;
   for (std::uint16_t& bits : doubled) {
@@ -263,7 +269,7 @@ PropertyCheck check_grad_output_scaling(const Subject& subject,
     bits = float_to_dtype(twice, p.dtype);
     if (!std::isfinite(dtype_to_float(bits, p.dtype))) return PropertyCheck::not_judged();
   }
-  auto other = std::make_unique<const BackwardCase>(p, handed->inputs, std::move(doubled));
+  auto other = std::make_unique<const BackwardCase>(p, handed->inputs, std::move(doubled), false);
   const JudgedRun first(subject, std::move(handed));
   const JudgedRun second(subject, std::move(other));
   return compare_runs(first, second, 2.0, same_row, "after doubling dO");
@@ -278,10 +284,7 @@ PropertyCheck check_backward_property(Property property, const AttentionCase& at
   const std::uint32_t variants = features_of(problem_of(attention_case)) &
                                  ~static_cast<std::uint32_t>(ProblemFeature::return_lse);
   if (variants != 0) return PropertyCheck::not_judged();
-  if (!kernel.backward_support(backward_problem_of(attention_case)).supported) {
-    return PropertyCheck::not_judged();
-  }
-  const Subject subject{&kernel, plant, deterministic};
+  const BackwardSubject subject{&kernel, plant, deterministic};
   try {
     switch (property) {
       case Property::backward_gradient_sums:

@@ -16,7 +16,8 @@
 
 namespace attnfuzz {
 
-// `property` is one whose pass is PropertyPass::backward; `kernel` runs the case's forward.
+// `property` is one whose pass is PropertyPass::backward; `kernel` is the kernel whose backward is
+// judged, which has a backward for the case (KernelChoice of the case with "backward": true).
 // `deterministic`: the backward is asked for its ordered version (not --allow-nondeterminism).
 PropertyCheck check_backward_property(Property property, const AttentionCase& attention_case,
                                       const AttentionKernel& kernel, PlantedBug plant,

@@ -476,7 +476,10 @@ PropertyCheck check_property(Property property, const AttentionCase& attention_c
     if (result.status == CaseStatus::fail) return PropertyCheck(result.reason);
     return PropertyCheck(std::nullopt);
   }
-  const KernelChoice choice = runner.choose_kernel(attention_case);
+  // A backward property runs the case's backward whatever its flag: the kernel is chosen for that.
+  AttentionCase as_run = attention_case;
+  if (pass_of(property) == PropertyPass::backward) as_run.backward = true;
+  const KernelChoice choice = runner.choose_kernel(as_run);
   if (choice.kernel == nullptr) return PropertyCheck::not_judged();  // cannot run here
   if (pass_of(property) == PropertyPass::backward) {
     return check_backward_property(property, attention_case, *choice.kernel, settings.plant,

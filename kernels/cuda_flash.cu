@@ -39,6 +39,7 @@
 
 #include "core/cuda_check.h"
 #include "core/problem_features.h"
+#include "kernels/cuda_flash_backward.h"
 #include "kernels/cuda_launch_limits.h"
 #include "kernels/device_coverage.h"
 #include "kernels/flash_plant_rules.h"
@@ -845,11 +846,12 @@ struct SplitWorkspace {
 
 constexpr PlantedBug kCudaFlashPlants[] = {
 #define ATTNFUZZ_CUDA_FLASH_PLANT(id, effect, origin) PlantedBug::id,
-    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)  //
-    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)   //
-    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)       //
-    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)        //
-    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)
+    ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)    //
+    ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)     //
+    ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)         //
+    ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)          //
+    ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)  //
+    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)
 #undef ATTNFUZZ_CUDA_FLASH_PLANT
 };
 
@@ -876,6 +878,19 @@ class CudaFlashKernel final : public AttentionKernel {
       return SupportVerdict::no(no_tile_config_reason(name(), problem.head_dim));
     }
     return SupportVerdict::yes();
+  }
+
+  SupportVerdict backward_support(const AttentionProblem& problem) const override {
+    if (std::optional<std::string> reason = cuda_flash_backward_unsupported(problem)) {
+      return SupportVerdict::no(*reason);
+    }
+    return supports(problem);
+  }
+
+  // kernels/cuda_flash_backward.cu: dQ atomic unless the run asks for a deterministic one.
+  void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
+                const BackwardTensors& gradients, PlantedBug plant) const override {
+    cuda_flash_backward(problem, tensors, gradients, plant);
   }
 
   void forward(const AttentionProblem& problem, const AttentionTensors& tensors,

@@ -162,8 +162,9 @@ namespace attnfuzz {
   X(slow_extra_pass_1_in_12, "makes that pass over one (query tile, key tile) visit in 12",        \
     "slow_extra_pass scaled down, as above")
 
-// Bugs of the backward pass (cpu_flash's, kernels/cpu_flash_backward.cpp): they change dQ, dK or
-// dV and leave the forward's output as it is, so only a comparison of the gradients shows them.
+// Bugs of the backward pass (cpu_flash's, kernels/cpu_flash_backward.cpp, and cuda_flash's at the
+// same places, kernels/cuda_flash_backward.cu): they change dQ, dK or dV and leave the forward's
+// output as it is, so only a comparison of the gradients shows them.
 #define ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)                                                          \
   X(backward_gqa_modulo,                                                                           \
     "adds query head h's part of dK and dV to kv head h % kv_heads, not h / (heads / kv_heads)",   \
@@ -230,7 +231,7 @@ inline constexpr PlantedBugInfo kPlantedBugs[] = {
 #define ATTNFUZZ_TIMING_ROW(id, effect, origin) \
   {PlantedBug::id, #id, effect, origin, PlantDetector::timing},
 #define ATTNFUZZ_BACKWARD_ROW(id, effect, origin) \
-  {PlantedBug::id, #id, effect, origin, PlantDetector::backward, true},
+  {PlantedBug::id, #id, effect, origin, PlantDetector::backward},
     ATTNFUZZ_ALGORITHM_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)           //
     ATTNFUZZ_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)            //
     ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_HOST_PLANT_ROW)  //

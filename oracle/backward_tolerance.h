@@ -21,6 +21,18 @@ namespace attnfuzz {
 enum class GradientTensor { dq, dk, dv };
 std::string_view gradient_tensor_name(GradientTensor tensor);
 
+// Element (b, head, row, d)'s index in the compact gradient `tensor` that BackwardBound::allowed
+// and ReferenceGradients take: [batch][heads][seq_len_q][dim] for dQ, [batch][kv_heads][seq_len_k]
+// [dim] for dK and dV.
+inline std::int64_t gradient_index(const AttentionProblem& problem, GradientTensor tensor,
+                                   std::int64_t b, std::int64_t head, std::int64_t row,
+                                   std::int64_t d) {
+  const bool query = tensor == GradientTensor::dq;
+  const std::int64_t heads = query ? problem.heads : problem.kv_heads;
+  const std::int64_t rows = query ? problem.seq_len_q : problem.seq_len_k;
+  return ((b * heads + head) * rows + row) * problem.head_dim + d;
+}
+
 // A backward is handed O rounded to the dtype and the log-sum-exp rounded to fp32 from the float64
 // forward, so its inputs are off by at most one rounding each: |O_id - O'_id| <= u |O_id| + eta
 // and |L_i - L'_i| <= u32 |L_i|.

@@ -5,9 +5,17 @@
 #include <exception>
 #include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "oracle/tensor_rows.h"
+#include "run/device_staging.h"
 #include "run/kernel_inputs.h"
+
+#if ATTNFUZZ_HAVE_CUDA
+#include <type_traits>
+
+#include "core/device_array.h"
+#endif
 
 namespace attnfuzz {
 AttentionProblem backward_problem_of(AttentionCase attention_case) {
@@ -15,6 +23,9 @@ AttentionProblem backward_problem_of(AttentionCase attention_case) {
   return problem_of(attention_case);
 }
 
+namespace {
+
+// dO for a case's problem: Q's draw from the case's distribution under kGradOutputSeed.
 std::vector<std::uint16_t> draw_grad_output(const AttentionProblem& problem,
                                             const AttentionCase& attention_case) {
   const AttentionInputs drawn =
@@ -32,14 +43,20 @@ std::vector<std::uint16_t> draw_grad_output(const AttentionProblem& problem,
   return grad_output;
 }
 
-BackwardCase::BackwardCase(const AttentionCase& attention_case)
-    : BackwardCase(backward_problem_of(attention_case),
-                   generate_inputs(backward_problem_of(attention_case), attention_case.data,
-                                   attention_case.seed, attention_case.injection),
-                   draw_grad_output(backward_problem_of(attention_case), attention_case)) {}
+}  // namespace
+
+BackwardCase::BackwardCase(const AttentionCase& attention_case, bool with_plain_backward)
+    : BackwardCase([&] {
+        AttentionProblem problem = backward_problem_of(attention_case);
+        AttentionInputs inputs = generate_inputs(problem, attention_case.data, attention_case.seed,
+                                                 attention_case.injection);
+        std::vector<std::uint16_t> grad_output = draw_grad_output(problem, attention_case);
+        return BackwardCase(problem, std::move(inputs), std::move(grad_output),
+                            with_plain_backward);
+      }()) {}
 
 BackwardCase::BackwardCase(const AttentionProblem& problem_in, AttentionInputs inputs_in,
-                           std::vector<std::uint16_t> grad_output_in)
+                           std::vector<std::uint16_t> grad_output_in, bool with_plain_backward)
     : problem(problem_in), inputs(std::move(inputs_in)), grad_output(std::move(grad_output_in)) {
   // The oracles read the inputs and index arrays alone.
   const AttentionTensors original =
@@ -61,7 +78,7 @@ BackwardCase::BackwardCase(const AttentionProblem& problem_in, AttentionInputs i
     }
   }
   gradients = reference_backward(problem, original, grad_output.data());
-  plain = plain_backward(problem, original, grad_output.data());
+  if (with_plain_backward) plain = plain_backward(problem, original, grad_output.data());
 }
 
 AttentionTensors BackwardCase::tensors() const {
@@ -85,13 +102,13 @@ std::int64_t gradient_row_offset(const AttentionProblem& problem, GradientTensor
   return problem.v_row_offset(b, row) + head * problem.v_strides.head;
 }
 
+namespace {
+
 std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tensor) {
   return tensor == GradientTensor::dq   ? q_span(problem)
          : tensor == GradientTensor::dk ? k_span(problem)
                                         : v_span(problem);
 }
-
-namespace {
 
 // Calls visit(b, head, row, offset) for every row of a gradient tensor laid out as its input,
 // offset from element [0, 0, 0, 0].
@@ -142,6 +159,8 @@ class GuardedGradients {
   }
 
   std::uint16_t* data(GradientTensor tensor) { return buffers_[index(tensor)].data() + kGuard; }
+  // The whole buffer, guard margins included (what a device kernel's copy starts from and fills).
+  std::vector<std::uint16_t>& buffer(GradientTensor tensor) { return buffers_[index(tensor)]; }
   const std::uint16_t* data(GradientTensor tensor) const {
     return buffers_[index(tensor)].data() + kGuard;
   }
@@ -226,27 +245,98 @@ struct BackwardRun {
   std::optional<std::string> changed_input;
 };
 
+// What a backward is handed, as host copies it may change: the inputs, O, the log-sum-exp, dO.
+struct HandedToBackward {
+  KernelInputs inputs;
+  std::vector<std::uint16_t> output;
+  std::vector<float> lse;
+  std::vector<std::uint16_t> grad_output;
+};
+
+// Calls a CUDA-device kernel's backward on device copies of everything it is handed and of the
+// gradients' whole guarded buffers, then brings every copy back over the host's, so that the host
+// checks (changed inputs, stray writes, unwritten elements) see what the kernel left.
+void call_backward_on_device(const AttentionKernel& kernel, const AttentionProblem& problem,
+                             HandedToBackward& handed, GuardedGradients& gradients,
+                             PlantedBug plant, bool deterministic) {
+#if ATTNFUZZ_HAVE_CUDA
+  try {
+    const auto to_device = [](const auto* host, std::size_t count) {
+      using Element = std::remove_cv_t<std::remove_pointer_t<decltype(host)>>;
+      DeviceArray<Element> array(std::max<std::size_t>(count, 1));
+      if (count > 0) array.copy_from_host(host, count);
+      return array;
+    };
+    const DeviceArray<std::uint16_t> q = to_device(handed.inputs.q.data(), handed.inputs.q.size());
+    const DeviceArray<std::uint16_t> k = to_device(handed.inputs.k.data(), handed.inputs.k.size());
+    const DeviceArray<std::uint16_t> v = to_device(handed.inputs.v.data(), handed.inputs.v.size());
+    const DeviceArray<std::uint16_t> o = to_device(handed.output.data(), handed.output.size());
+    const DeviceArray<float> lse = to_device(handed.lse.data(), handed.lse.size());
+    const DeviceArray<std::uint16_t> grad_output =
+        to_device(handed.grad_output.data(), handed.grad_output.size());
+    const DeviceIndexArrays index_arrays(problem);
+    std::vector<std::uint16_t>& dq_host = gradients.buffer(GradientTensor::dq);
+    std::vector<std::uint16_t>& dk_host = gradients.buffer(GradientTensor::dk);
+    std::vector<std::uint16_t>& dv_host = gradients.buffer(GradientTensor::dv);
+    const DeviceArray<std::uint16_t> dq = to_device(dq_host.data(), dq_host.size());
+    const DeviceArray<std::uint16_t> dk = to_device(dk_host.data(), dk_host.size());
+    const DeviceArray<std::uint16_t> dv = to_device(dv_host.data(), dv_host.size());
+    AttentionTensors tensors = index_arrays.bind({q.get(), k.get(), v.get(), o.get()});
+    tensors.lse = lse.get();
+    const std::int64_t guard = GuardedGradients::kGuard;
+    kernel.backward(
+        problem, tensors,
+        {grad_output.get(), dq.get() + guard, dk.get() + guard, dv.get() + guard, deterministic},
+        plant);
+    ATTNFUZZ_CUDA_CHECK(cudaDeviceSynchronize());
+    q.copy_to_host(handed.inputs.q.data(), handed.inputs.q.size());
+    k.copy_to_host(handed.inputs.k.data(), handed.inputs.k.size());
+    v.copy_to_host(handed.inputs.v.data(), handed.inputs.v.size());
+    index_arrays.copy_to_host(handed.inputs);
+    o.copy_to_host(handed.output.data(), handed.output.size());
+    lse.copy_to_host(handed.lse.data(), handed.lse.size());
+    grad_output.copy_to_host(handed.grad_output.data(), handed.grad_output.size());
+    dq.copy_to_host(dq_host.data(), dq_host.size());
+    dk.copy_to_host(dk_host.data(), dk_host.size());
+    dv.copy_to_host(dv_host.data(), dv_host.size());
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& error) {
+    note_device_failure(error.what());  // a sticky error: later CUDA cases skip, naming it
+    throw;
+  }
+#else
+  (void)kernel, (void)problem, (void)handed, (void)gradients, (void)plant, (void)deterministic;
+  throw std::runtime_error("this build has no CUDA: a CUDA-device kernel's backward cannot run");
+#endif
+}
+
 BackwardRun run_backward(const AttentionKernel& kernel, const BackwardCase& backward_case,
                          PlantedBug plant, bool deterministic) {
   const AttentionProblem& problem = backward_case.problem;
   BackwardRun run{"", GuardedGradients(problem), std::nullopt};
-  const KernelInputs handed = KernelInputs::copy_of(problem, backward_case.inputs);
-  std::vector<std::uint16_t> output = backward_case.output;
-  std::vector<float> lse = backward_case.lse;
-  std::vector<std::uint16_t> grad_output = backward_case.grad_output;
+  HandedToBackward handed{KernelInputs::copy_of(problem, backward_case.inputs),
+                          backward_case.output, backward_case.lse, backward_case.grad_output};
+  const std::vector<std::uint16_t>& output = handed.output;
+  const std::vector<float>& lse = handed.lse;
+  const std::vector<std::uint16_t>& grad_output = handed.grad_output;
   try {
-    kernel.backward(problem, handed.bind(output.data(), lse.data()),
-                    {grad_output.data(), run.gradients.data(GradientTensor::dq),
-                     run.gradients.data(GradientTensor::dk), run.gradients.data(GradientTensor::dv),
-                     deterministic},
-                    plant);
+    if (kernel.site() == ExecutionSite::cuda_device) {
+      call_backward_on_device(kernel, problem, handed, run.gradients, plant, deterministic);
+    } else {
+      kernel.backward(problem, handed.inputs.bind(handed.output.data(), handed.lse.data()),
+                      {handed.grad_output.data(), run.gradients.data(GradientTensor::dq),
+                       run.gradients.data(GradientTensor::dk),
+                       run.gradients.data(GradientTensor::dv), deterministic},
+                      plant);
+    }
   } catch (const std::bad_alloc&) {
     throw;  // out of memory: the case is skipped, not failed
   } catch (const std::exception& error) {
     run.error = error.what();
     return run;
   }
-  run.changed_input = find_changed_input(problem, backward_case.inputs, handed);
+  run.changed_input = find_changed_input(problem, backward_case.inputs, handed.inputs);
   const auto first_change = [](const auto& original,
                                const auto& now) -> std::optional<std::size_t> {
     const auto [a, b] = std::mismatch(original.begin(), original.end(), now.begin());

@@ -39,28 +39,25 @@ struct BackwardCase {
   std::vector<float> lse;                  // the float64 forward's log-sum-exp, rounded to fp32
   ReferenceAttention forward;
   ReferenceGradients gradients;
-  PlainGradients plain;  // FlashAttention's yardstick: the plain same-precision backward's
+  // FlashAttention's yardstick: the plain same-precision backward's (empty when not asked for).
+  PlainGradients plain;
 
-  explicit BackwardCase(const AttentionCase& attention_case);
+  explicit BackwardCase(const AttentionCase& attention_case, bool with_plain_backward = true);
   // The same from given tensors (a metamorphic property hands a kernel two related cases): the
   // problem (a backward_problem_of), its inputs and dO as given; O, the log-sum-exp and the
-  // gradients from their float64 forward and backward.
+  // gradients from their float64 forward and backward; the plain backward only when
+  // `with_plain_backward` (the comparison's yardstick, which a relation between runs does not
+  // read).
   BackwardCase(const AttentionProblem& problem, AttentionInputs inputs,
-               std::vector<std::uint16_t> grad_output);
+               std::vector<std::uint16_t> grad_output, bool with_plain_backward = true);
   // The original inputs and index arrays, O and the log-sum-exp.
   AttentionTensors tensors() const;
 };
-
-// dO for a case's problem: Q's draw from the case's distribution under kGradOutputSeed.
-std::vector<std::uint16_t> draw_grad_output(const AttentionProblem& problem,
-                                            const AttentionCase& attention_case);
 
 // Where row `row` of head `head` of a gradient laid out as its input starts (dQ as Q: query heads
 // and rows; dK as K and dV as V: kv heads and key rows), from element [0, 0, 0, 0].
 std::int64_t gradient_row_offset(const AttentionProblem& problem, GradientTensor tensor,
                                  std::int64_t b, std::int64_t head, std::int64_t row);
-// The elements a gradient laid out as its input spans.
-std::int64_t gradient_span(const AttentionProblem& problem, GradientTensor tensor);
 
 // One run of `kernel`'s backward on a prepared case (the caller has checked backward_support):
 // dQ, dK and dV laid out as Q, K and V (each its input's span from element [0, 0, 0, 0]), or the

@@ -152,9 +152,6 @@ KernelChoice CaseRunner::choose_kernel(const AttentionCase& attention_case) cons
              !verdict.supported) {
     choice.skip_reason = verdict.reason;
     choice.skip_cause = SkipCause::unsupported;
-  } else if (attention_case.backward && kernel->site() == ExecutionSite::cuda_device) {
-    choice.skip_reason = "the backward pass of a kernel on a CUDA device is not run yet";
-    choice.skip_cause = SkipCause::unsupported;
   } else if (const SupportVerdict backward =
                  attention_case.backward
                      ? kernel->backward_support(backward_problem_of(attention_case))

@@ -11,6 +11,10 @@
 #               cuda_flash: zero false alarms expected
 #   plants      every planted bug of cuda_flash (or those --plants names) on corpus/matrix/pr.json
 #               (launch_limits.json for work dropped past a grid limit): each must fail (exit 1)
+#   backward    cuda_flash's backward pass on corpus/matrix/backward.json, its dQ in order and (with
+#               --allow-nondeterminism) by atomics: zero false alarms; each backward plant of
+#               cuda_flash on it must fail; compute-sanitizer memcheck and racecheck of it: no
+#               errors
 #   examples    the example CUDA plugins: version 2 (every variant) passes variants.json and its
 #               planted copy fails it; version 1 passes pr.json
 #   sanitizers  compute-sanitizer memcheck and racecheck of cuda_flash on corpus/matrix/variants.json
@@ -64,7 +68,7 @@ cd "$(dirname "$0")/.." || exit 3
 
 arch=90
 build_dir=build-gpu
-only=tests,matrices,plants,examples,sanitizers,gate,timing,libfuzzer,bridge,slow,suite
+only=tests,matrices,plants,backward,examples,sanitizers,gate,timing,libfuzzer,bridge,slow,suite
 skip=
 dry_run=0
 prebuilt=0
@@ -111,7 +115,7 @@ while (($#)); do
 done
 for group in ${only//,/ } ${skip//,/ }; do
   case "$group" in
-    tests|matrices|plants|examples|sanitizers|gate|timing|libfuzzer|bridge|slow|suite) ;;
+    tests|matrices|plants|backward|examples|sanitizers|gate|timing|libfuzzer|bridge|slow|suite) ;;
     *) echo "gpu_validate: unknown group '$group' (see --help)" >&2; exit 3 ;;
   esac
 done
@@ -261,6 +265,13 @@ cuda_flash_plants() {
     inside && /^    [a-z_0-9]+:/ && !/\[a slowdown/ && !/\[a bug of the backward pass/ {
       sub(":", "", $1); print $1}'
 }
+# cuda_flash's plants of the backward pass.
+cuda_flash_backward_plants() {
+  if ((dry_run)); then echo "EACH_BACKWARD_PLANT_OF_CUDA_FLASH"; return; fi
+  "$harness" --list-kernels 2>/dev/null | awk '
+    $1 == "cuda_flash" {inside = 1; next} /^[a-z_]+ \(/ {inside = 0}
+    inside && /^    [a-z_0-9]+:/ && /\[a bug of the backward pass/ {sub(":", "", $1); print $1}'
+}
 if wanted plants; then
   plants_to_run=${only_plants//,/ }
   [[ -n $plants_to_run ]] || plants_to_run=$(cuda_flash_plants)
@@ -276,6 +287,24 @@ if wanted plants; then
     step "plant $plant on $matrix.json (must fail)" 1 "${matrix_run[@]}" \
       --configs "corpus/matrix/$matrix.json" --kernel cuda_flash --plant "$plant" --fail-fast
   done
+fi
+if wanted backward; then
+  step "backward.json on cuda_flash (dQ summed in order)" 0 "${matrix_run[@]}" \
+    --configs corpus/matrix/backward.json --kernel cuda_flash \
+    --json "$build_dir/backward-cuda_flash.json"
+  step "backward.json on cuda_flash, nondeterminism allowed (dQ added atomically)" 0 \
+    "${matrix_run[@]}" --configs corpus/matrix/backward.json --kernel cuda_flash \
+    --allow-nondeterminism
+  for plant in $(cuda_flash_backward_plants); do
+    step "backward plant $plant on backward.json (must fail)" 1 "${matrix_run[@]}" \
+      --configs corpus/matrix/backward.json --kernel cuda_flash --plant "$plant"
+  done
+  backward_in_process=(--configs corpus/matrix/backward.json --quiet --in-process --kernel cuda_flash
+    --oracle cpu)
+  step "memcheck, cuda_flash's backward on backward.json" 0 compute-sanitizer --tool memcheck \
+    --error-exitcode 99 --leak-check full "$harness" "${backward_in_process[@]}"
+  step "racecheck, cuda_flash's backward on backward.json" 0 compute-sanitizer --tool racecheck \
+    --error-exitcode 99 "$harness" "${backward_in_process[@]}"
 fi
 if wanted examples; then
   step "variants.json on the CUDA example plugin of ABI version 2" 0 "${matrix_run[@]}" \

@@ -112,7 +112,8 @@ for entry in "${kernels[@]}"; do
   run "$name-properties" 0 "${kernel[@]}" --properties --budget "$((budget * ${factor:-1}))" \
     --regressions "$logs/$name-regressions"
   run "$name-real-kernel-cases" 0 "${kernel[@]}" --properties --replay corpus/real_kernels
-  # The backward pass, through the library's autograd (a CUDA device's is not run yet).
+  # The backward pass, through the library's autograd (on the CPU: the bridge's backward on a CUDA
+  # device has not been run yet).
   $gpu || run "$name-backward" "${backward_exit[$name]:-0}" "${kernel[@]}" \
     --configs corpus/matrix/backward.json --quiet
 done

@@ -2,19 +2,25 @@
 // The backward pass's metamorphic properties (fuzz/backward_properties.h). That they hold for
 // cpu_flash's backward on random cases is test_properties.cpp's EveryProperty; here, each backward
 // plant a dense case shows fails the relation it breaks within the first random cases, naming it,
-// and that case holds without the plant; a case with a variant is not judged.
+// and that case holds without the plant; a backward bent where no plant bends one (dV off by a
+// constant, dK by its key's index) fails the relation that sees it; a case with a variant is not
+// judged.
 #include "fuzz/backward_properties.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "case/case_codec.h"
+#include "core/dtype.h"
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
+#include "kernels/kernel_registry.h"
+#include "support/cpu_flash_with_backward_after.h"
 #include "support/printers.h"
 
 namespace attnfuzz {
@@ -96,6 +102,68 @@ INSTANTIATE_TEST_SUITE_P(EveryPlant, BackwardRelation, ::testing::ValuesIn(kBrok
                                   std::string(
                                       kProperties[static_cast<int>(info.param.property)].name);
                          });
+
+// cpu_flash with its backward bent one way after it has run: dV plus a constant (no longer linear
+// in dO), or dK_j plus j/64 (no longer carried with its key when the keys move).
+class BentBackward final : public CpuFlashWithBackwardAfter {
+ public:
+  enum class Bend { dv_offset, dk_key_ramp };
+  BentBackward(std::string name, Bend bend) : name_(std::move(name)), bend_(bend) {}
+  std::string_view name() const override { return name_; }
+  std::string_view summary() const override { return "test kernel: cpu_flash, backward bent"; }
+  std::string capabilities() const override { return cpu_flash_kernel().capabilities(); }
+
+ protected:
+  void after_backward(const AttentionProblem& problem,
+                      const BackwardTensors& gradients) const override {
+    for (std::int64_t b = 0; b < problem.batch; ++b) {
+      for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv) {
+        for (std::int64_t j = 0; j < problem.seq_len_k_of(b); ++j) {
+          std::uint16_t* row =
+              bend_ == Bend::dv_offset
+                  ? gradients.dv + problem.v_row_offset(b, j) + kv * problem.v_strides.head
+                  : gradients.dk + problem.k_row_offset(b, j) + kv * problem.k_strides.head;
+          const float added = bend_ == Bend::dv_offset ? 0.25f : static_cast<float>(j) / 64.0f;
+          for (std::int64_t d = 0; d < problem.head_dim; ++d) {
+            row[d] = float_to_dtype(dtype_to_float(row[d], problem.dtype) + added, problem.dtype);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  std::string name_;
+  Bend bend_;
+};
+
+// The first failure of `property` on the kernel `name` bent by `bend`, over random cases.
+std::optional<std::string> first_failure_bent(Property property, const char* name,
+                                              BentBackward::Bend bend) {
+  if (find_kernel(name) == nullptr) add_kernel(std::make_unique<BentBackward>(name, bend));
+  RunSettings settings = cpu_settings();
+  settings.kernel = name;
+  for (int index = 0; index < 100; ++index) {
+    const PropertyCheck check = check_property(property, random_case(index), settings);
+    if (check.failure) return check.failure;
+  }
+  return std::nullopt;
+}
+
+TEST(BackwardProperties, DoublingDoFailsABackwardThatIsNotLinearInIt) {
+  const std::optional<std::string> failure = first_failure_bent(
+      Property::backward_grad_output_scaling, "test_dv_offset", BentBackward::Bend::dv_offset);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_THAT(*failure, ::testing::HasSubstr("after doubling dO"));
+}
+
+TEST(BackwardProperties, ReversingTheKeysFailsADkThatDependsOnWhereItsKeyIs) {
+  const std::optional<std::string> failure = first_failure_bent(
+      Property::backward_key_permutation, "test_dk_key_ramp", BentBackward::Bend::dk_key_ramp);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_THAT(*failure, ::testing::HasSubstr("after reversing the order of the keys"));
+  EXPECT_THAT(*failure, ::testing::StartsWith("dK["));
+}
 
 TEST(BackwardProperties, JudgeTheBackwardOfACaseWhateverItsFlagAndNoCaseWithAVariant) {
   AttentionCase dense = random_case(3);

@@ -173,6 +173,9 @@ TEST_P(CudaFlashPlant, FailsTheEdgeOrTheVariantsMatrix) {
     GTEST_SKIP() << GetParam().name << " leaves the outputs as they are: the performance gate "
                  << "is its detector";
   }
+  if (GetParam().detector == PlantDetector::backward) {
+    GTEST_SKIP() << GetParam().name << " is a bug of the backward pass: CudaFlashBackwardPlant";
+  }
   int failed = 0;
   for (const char* matrix : {"edges.json", "variants.json"}) {
     for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
@@ -181,6 +184,45 @@ TEST_P(CudaFlashPlant, FailsTheEdgeOrTheVariantsMatrix) {
   }
   EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any edge or variant case";
 }
+
+// The backward pass (kernels/cuda_flash_backward.cu) on every case of backward.json, its dQ summed
+// in order and, with nondeterminism allowed, added atomically by the key tiles.
+TEST(CudaFlash, ItsBackwardPassesTheBackwardMatrixWithDqInOrderAndByAtomics) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  for (const bool atomics : {false, true}) {
+    RunSettings settings;
+    settings.backend = Backend::cuda;
+    settings.kernel = "cuda_flash";
+    settings.allow_nondeterminism = atomics;
+    for (const AttentionCase& attention_case : load_built_in_matrix("backward.json").cases) {
+      const CaseResult result = CaseRunner(settings).run(attention_case);
+      EXPECT_EQ(result.status, CaseStatus::pass)
+          << attention_case.id << (atomics ? " (atomics): " : ": ") << result.reason;
+    }
+  }
+}
+
+class CudaFlashBackwardPlant : public ::testing::TestWithParam<PlantedBugInfo> {};
+
+TEST_P(CudaFlashBackwardPlant, FailsTheBackwardMatrix) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  int failed = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("backward.json").cases) {
+    failed += run_on("cuda_flash", attention_case, GetParam().bug).status == CaseStatus::fail;
+  }
+  EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any backward case";
+}
+
+std::vector<PlantedBugInfo> backward_plants() {
+  std::vector<PlantedBugInfo> plants;
+  for (const PlantedBugInfo& info : kPlantedBugs) {
+    if (info.detector == PlantDetector::backward) plants.push_back(info);
+  }
+  return plants;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlant, CudaFlashBackwardPlant, ::testing::ValuesIn(backward_plants()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Every variant, the split-KV decode path among them (variants.json's paged decode steps of 1000
 // and 4097 keys), as cpu_flash runs them.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/kernel_registry.h"
+#include "support/cpu_flash_with_backward_after.h"
 
 namespace attnfuzz {
 namespace {
@@ -20,27 +21,16 @@ using ::testing::HasSubstr;
 enum class Misdeed { none, write_into_dq_padding, write_past_dv_end, change_grad_output, flaky_dk };
 
 // cpu_flash's backward, then the misdeed.
-class MisbehavingBackward final : public AttentionKernel {
+class MisbehavingBackward final : public CpuFlashWithBackwardAfter {
  public:
   explicit MisbehavingBackward(Misdeed misdeed) : misdeed_(misdeed) {}
   std::string_view name() const override { return "test_misbehaving_backward"; }
   std::string_view summary() const override { return "cpu_flash with a misdeed after backward"; }
   std::string capabilities() const override { return ""; }
-  ExecutionSite site() const override { return ExecutionSite::host; }
-  std::span<const PlantedBug> plants() const override { return {}; }
-  SupportVerdict supports(const AttentionProblem& problem) const override {
-    return cpu_flash_kernel().supports(problem);
-  }
-  void forward(const AttentionProblem& problem, const AttentionTensors& tensors,
-               PlantedBug plant) const override {
-    cpu_flash_kernel().forward(problem, tensors, plant);
-  }
-  SupportVerdict backward_support(const AttentionProblem& problem) const override {
-    return cpu_flash_kernel().backward_support(problem);
-  }
-  void backward(const AttentionProblem& problem, const AttentionTensors& tensors,
-                const BackwardTensors& gradients, PlantedBug plant) const override {
-    cpu_flash_kernel().backward(problem, tensors, gradients, plant);
+
+ protected:
+  void after_backward(const AttentionProblem& problem,
+                      const BackwardTensors& gradients) const override {
     switch (misdeed_) {
       case Misdeed::none:
         break;
