@@ -361,7 +361,8 @@ GradientComparison compare_run(const BackwardCase& backward_case, const Backward
   return compare_gradients(backward_case.problem, backward_case.forward, backward_case.gradients,
                            run.gradients.data(GradientTensor::dq),
                            run.gradients.data(GradientTensor::dk),
-                           run.gradients.data(GradientTensor::dv), &backward_case.plain);
+                           run.gradients.data(GradientTensor::dv),
+                           backward_case.plain.dq.empty() ? nullptr : &backward_case.plain);
 }
 
 }  // namespace

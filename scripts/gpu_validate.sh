@@ -299,6 +299,9 @@ if wanted backward; then
     step "backward plant $plant on backward.json (must fail)" 1 "${matrix_run[@]}" \
       --configs corpus/matrix/backward.json --kernel cuda_flash --plant "$plant"
   done
+  step "backward plant backward_dq_last_key_tile_only, dQ by atomics (must fail)" 1 \
+    "${matrix_run[@]}" --configs corpus/matrix/backward.json --kernel cuda_flash \
+    --plant backward_dq_last_key_tile_only --allow-nondeterminism
   backward_in_process=(--configs corpus/matrix/backward.json --quiet --in-process --kernel cuda_flash
     --oracle cpu)
   step "memcheck, cuda_flash's backward on backward.json" 0 compute-sanitizer --tool memcheck \

@@ -72,7 +72,7 @@ run() {
 
 # The kernels: name, the tensors it takes (--py-framework), its --kernel-py spec and, optionally, a
 # factor on the property search's budget (flex compiles each new batch, head count, head dimension
-# and dtype, a few seconds each: 60 s judge 3 of its 9 properties).
+# and dtype, a few seconds each: 60 s judged 3 of its forward properties).
 kernels=(
   "sdpa_math torch examples/python/torch_sdpa.py:sdpa_math"
   "sdpa_flash torch examples/python/torch_sdpa.py:sdpa_flash"
@@ -112,8 +112,8 @@ for entry in "${kernels[@]}"; do
   run "$name-properties" 0 "${kernel[@]}" --properties --budget "$((budget * ${factor:-1}))" \
     --regressions "$logs/$name-regressions"
   run "$name-real-kernel-cases" 0 "${kernel[@]}" --properties --replay corpus/real_kernels
-  # The backward pass, through the library's autograd (on the CPU: the bridge's backward on a CUDA
-  # device has not been run yet).
+  # The backward pass on backward.json, through the library's autograd, on the CPU. (On a GPU,
+  # pr.json's backward cases and the backward properties run the bridge's device path.)
   $gpu || run "$name-backward" "${backward_exit[$name]:-0}" "${kernel[@]}" \
     --configs corpus/matrix/backward.json --quiet
 done

@@ -27,8 +27,8 @@
  * Version 3 adds the backward pass (dQ, dK, dV from dO), again optional: a plugin that declares
  * ATTNFUZZ_FEATURE_BACKWARD among its features exports attnfuzz_plugin_supports_backward() and
  * attnfuzz_plugin_backward(), and cases with "backward": true run it once its forward has passed
- * (on the host: a plugin on the CUDA device skips them for now). Version 1 and 2 plugins skip
- * those cases, naming why.
+ * (a plugin on the CUDA device is handed device memory for every tensor, as its forward is).
+ * Version 1 and 2 plugins skip those cases, naming why.
  *
  * C only, no C++ in this header; bump ATTNFUZZ_PLUGIN_ABI_VERSION on any incompatible change. */
 #ifndef ATTNFUZZ_PLUGIN_H
