@@ -21,17 +21,11 @@
 #include "fuzz/properties.h"
 #include "kernels/kernel_registry.h"
 #include "support/cpu_flash_with_backward_after.h"
+#include "support/cpu_settings.h"
 #include "support/printers.h"
 
 namespace attnfuzz {
 namespace {
-
-RunSettings cpu_settings(PlantedBug plant = PlantedBug::none) {
-  RunSettings settings;
-  settings.backend = Backend::cpu;
-  settings.plant = plant;
-  return settings;
-}
 
 // Dense cases as the search's backward properties draw them, up to 160 keys (cpu_flash's backward
 // takes keys in tiles of 64, so that some have several).

@@ -23,18 +23,12 @@
 #include "fuzz/case_generator.h"
 #include "kernels/kernel_registry.h"
 #include "matrix/case_file.h"
+#include "support/cpu_settings.h"
 #include "support/printers.h"
 #include "support/temporary_folder.h"
 
 namespace attnfuzz {
 namespace {
-
-RunSettings cpu_settings(PlantedBug plant = PlantedBug::none) {
-  RunSettings settings;
-  settings.backend = Backend::cpu;
-  settings.plant = plant;
-  return settings;
-}
 
 // Small cases of every distribution, with injected values and other scales; without other head
 // dims or long rows: no more than the built-in kernels support.

@@ -30,13 +30,20 @@ namespace {
     GTEST_SKIP() << "needs a usable CUDA device: " << cuda_device_status().description; \
   }
 
-CaseResult run_on(std::string_view kernel, const AttentionCase& attention_case,
-                  PlantedBug plant = PlantedBug::none) {
+// `kernel` on the GPU with `plant`; `atomics`: nondeterminism allowed (cuda_flash's atomic dQ).
+RunSettings cuda_settings(std::string_view kernel, PlantedBug plant = PlantedBug::none,
+                          bool atomics = false) {
   RunSettings settings;
   settings.backend = Backend::cuda;
   settings.kernel = std::string(kernel);
   settings.plant = plant;
-  return CaseRunner(settings).run(attention_case);
+  settings.allow_nondeterminism = atomics;
+  return settings;
+}
+
+CaseResult run_on(std::string_view kernel, const AttentionCase& attention_case,
+                  PlantedBug plant = PlantedBug::none) {
+  return CaseRunner(cuda_settings(kernel, plant)).run(attention_case);
 }
 
 AttentionProblem problem_with_head_dim(std::int64_t head_dim) {
@@ -190,10 +197,7 @@ TEST_P(CudaFlashPlant, FailsTheEdgeOrTheVariantsMatrix) {
 TEST(CudaFlash, ItsBackwardPassesTheBackwardMatrixWithDqInOrderAndByAtomics) {
   ATTNFUZZ_SKIP_WITHOUT_GPU();
   for (const bool atomics : {false, true}) {
-    RunSettings settings;
-    settings.backend = Backend::cuda;
-    settings.kernel = "cuda_flash";
-    settings.allow_nondeterminism = atomics;
+    const RunSettings settings = cuda_settings("cuda_flash", PlantedBug::none, atomics);
     for (const AttentionCase& attention_case : load_built_in_matrix("backward.json").cases) {
       const CaseResult result = CaseRunner(settings).run(attention_case);
       EXPECT_EQ(result.status, CaseStatus::pass)
@@ -207,11 +211,7 @@ class CudaFlashBackwardPlant : public ::testing::TestWithParam<PlantedBugInfo> {
 TEST_P(CudaFlashBackwardPlant, FailsTheBackwardMatrixWithDqInOrderAndByAtomics) {
   ATTNFUZZ_SKIP_WITHOUT_GPU();
   for (const bool atomics : {false, true}) {
-    RunSettings settings;
-    settings.backend = Backend::cuda;
-    settings.kernel = "cuda_flash";
-    settings.plant = GetParam().bug;
-    settings.allow_nondeterminism = atomics;
+    const RunSettings settings = cuda_settings("cuda_flash", GetParam().bug, atomics);
     int failed = 0;
     for (const AttentionCase& attention_case : load_built_in_matrix("backward.json").cases) {
       failed += CaseRunner(settings).run(attention_case).status == CaseStatus::fail;
