@@ -350,7 +350,7 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
   attention_case.heads =
       attention_case.kv_heads * (1 + static_cast<std::int64_t>(in.get(1) % kEncodedMaxGroup));
   attention_case.head_dim = kEncodedHeadDims[in.get(1) % std::size(kEncodedHeadDims)];
-  attention_case.dtype = static_cast<Dtype>(in.get(1) % std::size(kDtypeTraits));
+  attention_case.dtype = static_cast<Dtype>(in.get(1) % kOutputDtypeCount);
   // Version 3's batch and seq_len_q come later, in its wide fields: its fit waits for them.
   const bool over_cap =
       version != kCaseEncodingVersionWide && case_work(attention_case) > kCaseWorkCap;

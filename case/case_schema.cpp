@@ -100,13 +100,19 @@ std::optional<std::string> OptionalScale::outside_limits(Value value) {
 
 DtypeName::Value DtypeName::read(const Json& value) {
   const std::string name = read_string(value);
-  if (const auto dtype = parse_dtype(name)) return *dtype;
-  case_codec_detail::unknown_name(
-      "dtype", name, names_of(kDtypeTraits, [](const DtypeTraits& row) { return row.name; }));
+  const std::string expected =
+      names_of(output_dtypes(), [](const DtypeTraits& row) { return row.name; });
+  const std::optional<Dtype> dtype = parse_dtype(name);
+  if (dtype && holds_outputs(*dtype)) return *dtype;
+  if (dtype) {
+    throw FieldProblem{"\"" + name + "\" holds only inputs, not a case's output (expected one of " +
+                       expected + ")"};
+  }
+  case_codec_detail::unknown_name("dtype", name, expected);
 }
 
 std::optional<std::string> DtypeName::outside_limits(Value value) {
-  return outside_table(kDtypeTraits, value);
+  return outside_table(output_dtypes(), value);
 }
 
 DistributionName::Value DistributionName::read(const Json& value) {

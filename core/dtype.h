@@ -2,17 +2,21 @@
 // Storage types of attention inputs and outputs, and exact conversions to and from float.
 //
 // Kernels, the oracle and the harness all hold fp16/bf16 tensors as raw 16-bit patterns
-// (`std::uint16_t`), so nothing depends on a compiler's half-precision support. Conversions
-// round to nearest, ties to even, exactly as the hardware does (cvt.rn on the GPU).
+// (`std::uint16_t`), so nothing depends on a compiler's half-precision support; an fp8 pattern
+// (core/fp8.h) sits in the low byte of such a word. Conversions round to nearest, ties to even,
+// exactly as the hardware does (cvt.rn on the GPU).
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string_view>
 
+#include "core/float_bits.h"
+#include "core/fp8.h"
 #include "core/host_device.h"
 
 namespace attnfuzz {
@@ -20,15 +24,20 @@ namespace attnfuzz {
 // The poison pattern of fp32 outputs (the log-sum-exp): a NaN payload nobody computes by accident.
 inline constexpr std::uint32_t kFloat32PoisonBits = 0x7FA5A5A5u;
 
-// One row per supported input dtype. Columns:
-//   id, name, significand bits (with the implicit one), largest finite value,
-//   smallest positive subnormal, poison pattern (a NaN nobody computes by accident).
-#define ATTNFUZZ_DTYPES(X)                       \
-  X(fp16, "fp16", 11, 65504.0, 0x1p-24, 0x7E5Au) \
-  X(bf16, "bf16", 8, 0x1.FEp127, 0x1p-133, 0x7FA5u)
+// One row per supported storage dtype. Columns:
+//   id, name, bits a value takes in memory, significand bits (with the implicit one), largest
+//   finite value, smallest positive subnormal, poison pattern (a NaN nobody computes by accident),
+//   whether it can be an output's (and so a case's) dtype: fp8 holds only inputs, as FlashAttention
+//   3's fp8 forward writes bf16 and an fp8 KV cache is read by a 16-bit kernel.
+// The dtypes that hold outputs come first (output_dtypes()).
+#define ATTNFUZZ_DTYPES(X)                                    \
+  X(fp16, "fp16", 16, 11, 65504.0, 0x1p-24, 0x7E5Au, true)    \
+  X(bf16, "bf16", 16, 8, 0x1.FEp127, 0x1p-133, 0x7FA5u, true) \
+  X(e4m3, "e4m3", 8, 4, 448.0, 0x1p-9, 0xFFu, false)          \
+  X(e5m2, "e5m2", 8, 3, 57344.0, 0x1p-16, 0xFEu, false)
 
 enum class Dtype : std::uint8_t {
-#define ATTNFUZZ_DTYPE_ENUM(id, name, bits, max, min_sub, poison) id,
+#define ATTNFUZZ_DTYPE_ENUM(id, name, width, bits, max, min_sub, poison, output) id,
   ATTNFUZZ_DTYPES(ATTNFUZZ_DTYPE_ENUM)
 #undef ATTNFUZZ_DTYPE_ENUM
 };
@@ -36,18 +45,20 @@ enum class Dtype : std::uint8_t {
 struct DtypeTraits {
   Dtype dtype;
   std::string_view name;
+  int width_bits;
   int significand_bits;
   double max_finite;
   double min_subnormal;
   std::uint16_t poison_bits;
+  bool holds_outputs;
 
   // Unit roundoff u = 2^-p: the largest relative error of one round-to-nearest.
   double unit_roundoff() const { return 1.0 / static_cast<double>(1ull << significand_bits); }
 };
 
 inline constexpr DtypeTraits kDtypeTraits[] = {
-#define ATTNFUZZ_DTYPE_ROW(id, name, bits, max, min_sub, poison) \
-  {Dtype::id, name, bits, max, min_sub, static_cast<std::uint16_t>(poison)},
+#define ATTNFUZZ_DTYPE_ROW(id, name, width, bits, max, min_sub, poison, output) \
+  {Dtype::id, name, width, bits, max, min_sub, static_cast<std::uint16_t>(poison), output},
     ATTNFUZZ_DTYPES(ATTNFUZZ_DTYPE_ROW)
 #undef ATTNFUZZ_DTYPE_ROW
 };
@@ -58,32 +69,38 @@ inline const DtypeTraits& traits_of(Dtype dtype) {
 inline std::string_view dtype_name(Dtype dtype) {
   return traits_of(dtype).name;
 }
+// Any dtype by name; nullopt for a name no row has.
 std::optional<Dtype> parse_dtype(std::string_view name);
+
+// The rows of the dtypes a case's output (its `dtype`) and an accumulator can have.
+inline constexpr std::size_t kOutputDtypeCount = [] {
+  std::size_t count = 0;
+  while (count < std::size(kDtypeTraits) && kDtypeTraits[count].holds_outputs) ++count;
+  return count;
+}();
+static_assert(
+    [] {
+      for (std::size_t row = kOutputDtypeCount; row < std::size(kDtypeTraits); ++row) {
+        if (kDtypeTraits[row].holds_outputs) return false;
+      }
+      return true;
+    }(),
+    "the dtypes that hold outputs come first in ATTNFUZZ_DTYPES");
+inline std::span<const DtypeTraits> output_dtypes() {
+  return std::span<const DtypeTraits>(kDtypeTraits, kOutputDtypeCount);
+}
+inline bool holds_outputs(Dtype dtype) {
+  return traits_of(dtype).holds_outputs;
+}
+inline bool is_fp8(Dtype dtype) {
+  return traits_of(dtype).width_bits == 8;
+}
 
 // fp32 accumulation is part of the locked numerics: its unit roundoff enters every bound.
 inline constexpr double kFloat32UnitRoundoff = 0x1p-24;
 
 // The conversions below serve host and CUDA device code alike (the device input generator rounds
 // with them), so both round every value to the same pattern.
-ATTNFUZZ_HOST_DEVICE inline std::uint32_t float_bits(float value) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(value);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-#endif
-}
-ATTNFUZZ_HOST_DEVICE inline float float_from_bits(std::uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-#endif
-}
-
 // ---- bf16: the top half of an fp32 pattern ----
 ATTNFUZZ_HOST_DEVICE inline float bf16_to_float(std::uint16_t bits) {
   return float_from_bits(static_cast<std::uint32_t>(bits) << 16);
@@ -125,17 +142,52 @@ ATTNFUZZ_HOST_DEVICE inline std::uint16_t float_to_fp16(float value) {
   return static_cast<std::uint16_t>(sign | (rebased >> 13));
 }
 
+// Any dtype's pattern as a float: exact for every one of them.
 ATTNFUZZ_HOST_DEVICE inline float dtype_to_float(std::uint16_t bits, Dtype dtype) {
-  return dtype == Dtype::fp16 ? fp16_to_float(bits) : bf16_to_float(bits);
+  switch (dtype) {
+    case Dtype::fp16:
+      return fp16_to_float(bits);
+    case Dtype::bf16:
+      return bf16_to_float(bits);
+    case Dtype::e4m3:
+      return fp8_to_float(bits, e4m3_format());
+    case Dtype::e5m2:
+      return fp8_to_float(bits, e5m2_format());
+  }
+  return bf16_to_float(0x7FC0u);  // no such dtype: NaN
 }
+// Rounds to nearest, ties to even; past the largest finite value to infinity, or to NaN for e4m3,
+// which has none (the specification's non-saturating conversion).
 ATTNFUZZ_HOST_DEVICE inline std::uint16_t float_to_dtype(float value, Dtype dtype) {
-  return dtype == Dtype::fp16 ? float_to_fp16(value) : float_to_bf16(value);
+  switch (dtype) {
+    case Dtype::fp16:
+      return float_to_fp16(value);
+    case Dtype::bf16:
+      return float_to_bf16(value);
+    case Dtype::e4m3:
+      return float_to_fp8(value, e4m3_format(), Fp8Overflow::to_infinity_or_nan);
+    case Dtype::e5m2:
+      return float_to_fp8(value, e5m2_format(), Fp8Overflow::to_infinity_or_nan);
+  }
+  return 0xFFFFu;  // no such dtype
 }
+// Rounds to nearest, ties to even, and past the largest finite value to it (the specification's
+// saturating conversion, PTX's cvt.rn.satfinite): how fp8 data is quantized. NaN stays NaN.
+inline std::uint16_t float_to_dtype_saturating(float value, Dtype dtype) {
+  if (!std::isnan(value) && std::fabs(value) > static_cast<float>(traits_of(dtype).max_finite)) {
+    return float_to_dtype(std::copysign(static_cast<float>(traits_of(dtype).max_finite), value),
+                          dtype);
+  }
+  return float_to_dtype(value, dtype);
+}
+
 // The dtype's value next to `value` toward zero (round toward zero; NaN stays NaN).
 inline std::uint16_t float_to_dtype_toward_zero(float value, Dtype dtype) {
   const std::uint16_t nearest = float_to_dtype(value, dtype);
   const float rounded = dtype_to_float(nearest, dtype);
-  // Both dtypes are sign-magnitude: one less is one step toward zero (from inf: the largest).
+  // e4m3 overflows to NaN: toward zero, that is its largest value.
+  if (std::isnan(rounded) && !std::isnan(value)) return float_to_dtype_saturating(value, dtype);
+  // Every dtype is sign-magnitude: one less is one step toward zero (from inf: the largest).
   return rounded != 0.0f && std::fabs(rounded) > std::fabs(value)
              ? static_cast<std::uint16_t>(nearest - 1)
              : nearest;

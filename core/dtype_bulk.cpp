@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Two paths with one result. Where the CPU has F16C (every x86-64 since 2013), eight values at a
-// time go through the hardware's conversions between half and float (round to nearest even, as
-// float_to_fp16) or, for bf16, 16-bit shifts and the same rounding add as float_to_bf16; elsewhere
-// the scalar conversions of core/dtype.h. The oracle and the plain reference convert every row
-// they read or round, and one value at a time that was a large share of their time.
+// Two paths with one result. For fp16 and bf16 where the CPU has F16C (every x86-64 since 2013),
+// eight values at a time go through the hardware's conversions between half and float (round to
+// nearest even, as float_to_fp16) or, for bf16, 16-bit shifts and the same rounding add as
+// float_to_bf16; elsewhere, and for fp8 always, the scalar conversions of core/dtype.h. The oracle
+// and the plain reference convert every row they read or round, and one value at a time that was
+// a large share of their time.
 #include "core/dtype_bulk.h"
 
 #include <span>
@@ -89,7 +90,7 @@ __attribute__((target("avx2,f16c"))) void round_by_f16c(float* values, std::int6
 
 void widen_to_double(const std::uint16_t* in, std::int64_t count, Dtype dtype, double* out) {
 #if defined(__x86_64__)
-  if (cpu_has_f16c()) {
+  if (!is_fp8(dtype) && cpu_has_f16c()) {
     widen_by_f16c(in, count, dtype, out);
     return;
   }
@@ -99,7 +100,7 @@ void widen_to_double(const std::uint16_t* in, std::int64_t count, Dtype dtype, d
 
 void round_to_dtype_in_place(float* values, std::int64_t count, Dtype dtype) {
 #if defined(__x86_64__)
-  if (cpu_has_f16c()) {
+  if (!is_fp8(dtype) && cpu_has_f16c()) {
     round_by_f16c(values, count, dtype);
     return;
   }

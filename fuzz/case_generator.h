@@ -275,7 +275,7 @@ inline rc::Gen<AttentionCase> small_case(CaseLimits limits = {}) {
           : rc::gen::weightedOneOf<std::int64_t>(
                 {{7, choice(std::move(built_in_dims))}, {1, choice(std::move(other_dims))}});
   std::vector<Dtype> all_dtypes;
-  for (const DtypeTraits& traits : kDtypeTraits) all_dtypes.push_back(traits.dtype);
+  for (const DtypeTraits& traits : output_dtypes()) all_dtypes.push_back(traits.dtype);
   std::vector<Dtype> dtypes = reached_values<Dtype>(all_dtypes, limits.reach.dtypes);
   if (dtypes.empty()) dtypes = all_dtypes;
   const auto shape = rc::gen::tuple(

@@ -107,7 +107,7 @@ KernelReach probe_kernel_reach(const CaseRunner& runner) {
   KernelReach reach;
   reach.features = 0;
   for (const std::int64_t head_dim : drawn_head_dims()) {
-    for (const DtypeTraits& traits : kDtypeTraits) {
+    for (const DtypeTraits& traits : output_dtypes()) {
       if (!runs(probe_case(head_dim, traits.dtype))) continue;
       add_once(reach.head_dims, head_dim);
       add_once(reach.dtypes, traits.dtype);
@@ -146,7 +146,7 @@ std::string describe_unreached(const KernelReach& reach) {
     }
   }
   if (!head_dims.empty()) parts.push_back("head dims" + head_dims);
-  for (const DtypeTraits& traits : kDtypeTraits) {
+  for (const DtypeTraits& traits : output_dtypes()) {
     if (!reach.dtypes.empty() && !holds(reach.dtypes, traits.dtype)) {
       parts.push_back("dtype " + std::string(traits.name));
     }
@@ -167,7 +167,8 @@ KernelReach kernel_reach_from_json(const nlohmann::json& json) {
   reach.head_dims = json.at("head_dims").get<std::vector<std::int64_t>>();
   for (const std::string& name : json.at("dtypes").get<std::vector<std::string>>()) {
     const std::optional<Dtype> dtype = parse_dtype(name);
-    if (!dtype) throw std::invalid_argument("unknown dtype in a kernel reach: " + name);
+    if (!dtype || !holds_outputs(*dtype))
+      throw std::invalid_argument("unknown dtype in a kernel reach: " + name);
     reach.dtypes.push_back(*dtype);
   }
   reach.grouped_heads = json.at("grouped_heads").get<bool>();

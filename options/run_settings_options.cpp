@@ -36,7 +36,7 @@ std::string choices_of(const Value (&values)[count], std::string_view (*name)(Va
 
 std::vector<FlagChoices> flag_choices() {
   std::string accumulations = "{fp32";
-  for (const DtypeTraits& traits : kDtypeTraits) {
+  for (const DtypeTraits& traits : output_dtypes()) {
     accumulations += "," + std::string(traits.name) + "[/KEYS]";
   }
   accumulations += ",input[/KEYS]";

@@ -63,7 +63,7 @@ inline std::optional<DeclaredNumerics> parse_accumulation(std::string_view text)
   numerics.follows_input = accumulator == "input";
   if (!numerics.follows_input) {
     numerics.accumulation = parse_dtype(accumulator);
-    if (!numerics.accumulation) return std::nullopt;
+    if (!numerics.accumulation || !holds_outputs(*numerics.accumulation)) return std::nullopt;
   }
   if (slash == std::string_view::npos) return numerics;
   const std::string_view keys = text.substr(slash + 1);

@@ -35,7 +35,7 @@ RunSettings settings_for(std::string kernel, Backend backend = Backend::cpu) {
 TEST(KernelReach, CpuFlashRunsEveryVariantBothDtypesAndItsOwnHeadDims) {
   const KernelReach reach = probe_kernel_reach(CaseRunner(settings_for("cpu_flash")));
   EXPECT_EQ(reach.features, kAllProblemFeatures);
-  EXPECT_EQ(reach.dtypes.size(), std::size(kDtypeTraits));
+  EXPECT_EQ(reach.dtypes.size(), kOutputDtypeCount);
   std::vector<std::int64_t> dims = reach.head_dims;
   std::sort(dims.begin(), dims.end());
   EXPECT_EQ(dims, (std::vector<std::int64_t>{32, 64, 96, 128, 256}));

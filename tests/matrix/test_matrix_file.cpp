@@ -462,6 +462,10 @@ const std::vector<BadCaseFieldRow> kBadCaseFields = {
     {"NegativeSoftmaxScale", R"({"softmax_scale": -0.5})", "softmax_scale"},
     // an unknown name
     {"UnknownDtype", R"({"dtype": "fp8"})", "dtype", {"unknown dtype \"fp8\""}},
+    {"InputOnlyDtype",
+     R"({"dtype": "e4m3"})",
+     "dtype",
+     {"\"e4m3\" holds only inputs", "expected one of fp16, bf16"}},
     {"UnknownDistribution",
      R"({"data": "gaussian"})",
      "data",

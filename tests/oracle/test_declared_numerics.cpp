@@ -50,7 +50,7 @@ TEST(DeclaredNumerics, EachNameReadsBackAsWhatItDeclares) {
 
 TEST(DeclaredNumerics, AnythingElseIsRefused) {
   for (const char* name : {"", "fp8", "FP16", "fp32/16", "fp16/", "fp16/0", "fp16/-4", "fp16/1e3",
-                           "fp16/64x", "input/2000000", "fp16 /64", "/64"}) {
+                           "fp16/64x", "input/2000000", "fp16 /64", "/64", "e4m3", "e5m2/16"}) {
     EXPECT_FALSE(parse_accumulation(name)) << name;
   }
 }
