@@ -135,7 +135,7 @@ int compare_backward_with_forward(int repeats) {
     const AttentionProblem problem = problem_of(attention_case);
     const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
     const AttentionInputs grad_output = generate_inputs(problem, DataDistribution::normal, 2);
-    const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+    const AttentionTensors tensors = input_tensors(inputs);
     ReferenceAttention reference;
     ReferenceGradients gradients;
     const auto run_forward = [&] { reference_attention(problem, tensors, reference); };
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     attention_case.causal = shape.causal;
     const AttentionProblem problem = problem_of(attention_case);
     const AttentionInputs inputs = generate_inputs(problem, DataDistribution::normal, 1);
-    const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+    const AttentionTensors tensors = input_tensors(inputs);
     const double flops = visible_attention_flops(problem);
     // One result reused from run to run, as the harness reuses it from case to case.
     ReferenceAttention reference;

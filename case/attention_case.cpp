@@ -25,6 +25,7 @@ AttentionProblem problem_shape_of(const AttentionCase& attention_case) {
 #define ATTNFUZZ_COPY_IF_data(member)
 #define ATTNFUZZ_COPY_IF_kernel(member)
 #define ATTNFUZZ_COPY_IF_passes(member)
+#define ATTNFUZZ_COPY_IF_storage(member) problem.member = attention_case.member;
 #define ATTNFUZZ_COPY_PROBLEM_FIELD(member, Codec, key, value, use) ATTNFUZZ_COPY_IF_##use(member)
   ATTNFUZZ_CASE_FIELDS(ATTNFUZZ_COPY_PROBLEM_FIELD, ATTNFUZZ_CASE_IGNORE, ATTNFUZZ_CASE_IGNORE)
 #undef ATTNFUZZ_COPY_PROBLEM_FIELD
@@ -32,6 +33,7 @@ AttentionProblem problem_shape_of(const AttentionCase& attention_case) {
 #undef ATTNFUZZ_COPY_IF_layout
 #undef ATTNFUZZ_COPY_IF_data
 #undef ATTNFUZZ_COPY_IF_passes
+#undef ATTNFUZZ_COPY_IF_storage
 #undef ATTNFUZZ_COPY_IF_kernel
   problem.softmax_scale = effective_softmax_scale(attention_case);  // 0 in a case: the default
   problem.varlen_q = !problem.seq_lens_q.empty();

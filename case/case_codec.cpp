@@ -128,7 +128,17 @@ constexpr std::size_t kWideBlockEnd = 50;
 // Variant flags of version 2 (the backward pass rides with them: a case of it is not a dense
 // forward case, which is all version 1 holds).
 constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVarlenK = 8,
-                   kFlagBackward = 16;
+                   kFlagBackward = 16, kFlagFp8Inputs = 32;
+
+// The fp8 inputs' byte (after the sequence lengths, when kFlagFp8Inputs is set): two bits each
+// for Q's, K's and V's storage and the descale form, each wrapping (modulo 3).
+constexpr std::uint64_t kInputStorageCount = std::size(kInputStorageNames);
+constexpr std::uint64_t kDescaleCount = std::size(kDescales);
+bool has_fp8_fields(const AttentionCase& attention_case) {
+  return attention_case.q_storage != InputStorage::same ||
+         attention_case.k_storage != InputStorage::same ||
+         attention_case.v_storage != InputStorage::same || attention_case.descale != Descale::none;
+}
 
 // Softcap is stored in sixteenths: every value a matrix or generator uses (5, 30, 50, 12.5) is
 // exact, and any two bytes decode to a usable one.
@@ -180,7 +190,9 @@ std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> byt
       length_bytes * batch *
       (((flags & kFlagVarlenQ) != 0 ? 1 : 0) + ((flags & kFlagVarlenK) != 0 ? 1 : 0));
   if (bytes.size() < block_end + lengths) return std::string("sequence lengths");
-  if (bytes.size() < block_end + lengths + 1) return std::string("kernel name length");
+  const std::size_t fp8_bytes = (flags & kFlagFp8Inputs) != 0 ? 1 : 0;
+  if (bytes.size() < block_end + lengths + fp8_bytes) return std::string("fp8 inputs");
+  if (bytes.size() < block_end + lengths + fp8_bytes + 1) return std::string("kernel name length");
   return std::nullopt;
 }
 
@@ -268,7 +280,8 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
                 (attention_case.return_lse ? kFlagReturnLse : 0u) |
                 (attention_case.backward ? kFlagBackward : 0u) |
                 (attention_case.seq_lens_q.empty() ? 0u : kFlagVarlenQ) |
-                (attention_case.seq_lens_k.empty() ? 0u : kFlagVarlenK),
+                (attention_case.seq_lens_k.empty() ? 0u : kFlagVarlenK) |
+                (has_fp8_fields(attention_case) ? kFlagFp8Inputs : 0u),
             1);
     out.put(static_cast<std::uint64_t>(attention_case.page_size), 2);
     out.put(static_cast<std::uint64_t>(attention_case.window_left + 1), 2);
@@ -283,6 +296,13 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
       out.put(static_cast<std::uint64_t>(length), length_bytes);
     for (const std::int64_t length : attention_case.seq_lens_k)
       out.put(static_cast<std::uint64_t>(length), length_bytes);
+    if (has_fp8_fields(attention_case)) {
+      out.put(static_cast<std::uint64_t>(attention_case.q_storage) |
+                  static_cast<std::uint64_t>(attention_case.k_storage) << 2 |
+                  static_cast<std::uint64_t>(attention_case.v_storage) << 4 |
+                  static_cast<std::uint64_t>(attention_case.descale) << 6,
+              1);
+    }
   }
   out.put(attention_case.kernel.size(), 1);
   for (char ch : attention_case.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
@@ -404,6 +424,13 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
         attention_case.seq_lens_k.push_back(
             static_cast<std::int64_t>(in.get(length_bytes) % (attention_case.seq_len_k + 1)));
       }
+    }
+    if ((flags & kFlagFp8Inputs) != 0) {
+      const std::uint64_t fp8 = in.get(1);
+      attention_case.q_storage = static_cast<InputStorage>((fp8 & 3u) % kInputStorageCount);
+      attention_case.k_storage = static_cast<InputStorage>((fp8 >> 2 & 3u) % kInputStorageCount);
+      attention_case.v_storage = static_cast<InputStorage>((fp8 >> 4 & 3u) % kInputStorageCount);
+      attention_case.descale = static_cast<Descale>((fp8 >> 6 & 3u) % kDescaleCount);
     }
   }
   // A large page over a few keys: its pool is fitted under the cap as the work is.

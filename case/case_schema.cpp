@@ -115,6 +115,28 @@ std::optional<std::string> DtypeName::outside_limits(Value value) {
   return outside_table(output_dtypes(), value);
 }
 
+InputStorageName::Value InputStorageName::read(const Json& value) {
+  const std::string name = read_string(value);
+  if (const auto storage = parse_input_storage(name)) return *storage;
+  throw FieldProblem{"unknown input dtype \"" + name +
+                     "\" (expected same, the case's dtype, or an fp8 format: e4m3, e5m2)"};
+}
+
+std::optional<std::string> InputStorageName::outside_limits(Value value) {
+  return outside_table(kInputStorageNames, value);
+}
+
+DescaleName::Value DescaleName::read(const Json& value) {
+  const std::string name = read_string(value);
+  if (const auto descale = parse_descale(name)) return *descale;
+  case_codec_detail::unknown_name(
+      "descale", name, names_of(kDescales, [](const DescaleInfo& row) { return row.name; }));
+}
+
+std::optional<std::string> DescaleName::outside_limits(Value value) {
+  return outside_table(kDescales, value);
+}
+
 DistributionName::Value DistributionName::read(const Json& value) {
   const std::string name = read_string(value);
   if (const auto distribution = parse_distribution(name)) return *distribution;

@@ -11,8 +11,8 @@
 //   Codec    how its value reads from JSON (with its limits) and writes back (below)
 //   key      its name in matrix files, case files and a report's config
 //   default  its value when no layer of a matrix file sets it
-//   use      what it changes (CaseFieldUse): the problem, the layout, the data, the kernel or
-//            the passes that run
+//   use      what it changes (CaseFieldUse): the problem, the layout, the data, the kernel, the
+//            passes that run, or how the inputs are stored (fp8)
 // SHORTHAND(key, first member, second member): a key that sets two fields at once, applied before
 // the keys of those fields (so that "seq_len" with "seq_len_k" sets a longer key length).
 // ALIAS(key, member): another name of a field's key, the earlier harness's name in reports. A
@@ -36,36 +36,41 @@
 #include "case/data_distribution.h"
 #include "core/attention_problem.h"
 #include "core/dtype.h"
+#include "core/fp8_inputs.h"
 
-#define ATTNFUZZ_CASE_FIELDS(FIELD, SHORTHAND, ALIAS)                      \
-  FIELD(batch, PositiveInteger, "batch", 1, problem)                       \
-  ALIAS("batch_size", batch)                                               \
-  FIELD(heads, PositiveInteger, "heads", 1, problem)                       \
-  ALIAS("num_heads", heads)                                                \
-  FIELD(kv_heads, PositiveInteger, "kv_heads", 1, problem)                 \
-  SHORTHAND("seq_len", seq_len_q, seq_len_k)                               \
-  FIELD(seq_len_q, PositiveInteger, "seq_len_q", 1, problem)               \
-  FIELD(seq_len_k, PositiveInteger, "seq_len_k", 1, problem)               \
-  FIELD(head_dim, PositiveInteger, "head_dim", 64, problem)                \
-  FIELD(dtype, DtypeName, "dtype", Dtype::fp16, problem)                   \
-  FIELD(causal, Boolean, "causal", false, problem)                         \
-  FIELD(data, DistributionName, "data", DataDistribution::normal, data)    \
-  FIELD(seed, Seed, "seed", 1, data)                                       \
-  FIELD(kernel, KernelName, "kernel", "", kernel)                          \
-  FIELD(layout, LayoutName, "layout", Layout::bshd, layout)                \
-  FIELD(row_padding, NonNegativeInteger, "row_padding", 0, layout)         \
-  FIELD(placement, PlacementName, "placement", Placement::shared, layout)  \
-  FIELD(softmax_scale, OptionalScale, "softmax_scale", 0.0, problem)       \
-  FIELD(injection, InjectionText, "inject", SpecialValueInjection{}, data) \
-  FIELD(seq_lens_q, SequenceLengths, "seq_lens_q", {}, problem)            \
-  FIELD(seq_lens_k, SequenceLengths, "seq_lens_k", {}, problem)            \
-  FIELD(page_size, OptionalCount, "page_size", 0, problem)                 \
-  FIELD(window_left, WindowExtent, "window_left", -1, problem)             \
-  FIELD(window_right, WindowExtent, "window_right", -1, problem)           \
-  FIELD(softcap, SoftcapValue, "softcap", 0.0, problem)                    \
-  FIELD(alibi, OptionalFlag, "alibi", false, problem)                      \
-  FIELD(return_lse, OptionalFlag, "return_lse", false, problem)            \
-  FIELD(backward, OptionalFlag, "backward", false, passes)
+#define ATTNFUZZ_CASE_FIELDS(FIELD, SHORTHAND, ALIAS)                        \
+  FIELD(batch, PositiveInteger, "batch", 1, problem)                         \
+  ALIAS("batch_size", batch)                                                 \
+  FIELD(heads, PositiveInteger, "heads", 1, problem)                         \
+  ALIAS("num_heads", heads)                                                  \
+  FIELD(kv_heads, PositiveInteger, "kv_heads", 1, problem)                   \
+  SHORTHAND("seq_len", seq_len_q, seq_len_k)                                 \
+  FIELD(seq_len_q, PositiveInteger, "seq_len_q", 1, problem)                 \
+  FIELD(seq_len_k, PositiveInteger, "seq_len_k", 1, problem)                 \
+  FIELD(head_dim, PositiveInteger, "head_dim", 64, problem)                  \
+  FIELD(dtype, DtypeName, "dtype", Dtype::fp16, problem)                     \
+  FIELD(causal, Boolean, "causal", false, problem)                           \
+  FIELD(data, DistributionName, "data", DataDistribution::normal, data)      \
+  FIELD(seed, Seed, "seed", 1, data)                                         \
+  FIELD(kernel, KernelName, "kernel", "", kernel)                            \
+  FIELD(layout, LayoutName, "layout", Layout::bshd, layout)                  \
+  FIELD(row_padding, NonNegativeInteger, "row_padding", 0, layout)           \
+  FIELD(placement, PlacementName, "placement", Placement::shared, layout)    \
+  FIELD(softmax_scale, OptionalScale, "softmax_scale", 0.0, problem)         \
+  FIELD(injection, InjectionText, "inject", SpecialValueInjection{}, data)   \
+  FIELD(seq_lens_q, SequenceLengths, "seq_lens_q", {}, problem)              \
+  FIELD(seq_lens_k, SequenceLengths, "seq_lens_k", {}, problem)              \
+  FIELD(page_size, OptionalCount, "page_size", 0, problem)                   \
+  FIELD(window_left, WindowExtent, "window_left", -1, problem)               \
+  FIELD(window_right, WindowExtent, "window_right", -1, problem)             \
+  FIELD(softcap, SoftcapValue, "softcap", 0.0, problem)                      \
+  FIELD(alibi, OptionalFlag, "alibi", false, problem)                        \
+  FIELD(return_lse, OptionalFlag, "return_lse", false, problem)              \
+  FIELD(backward, OptionalFlag, "backward", false, passes)                   \
+  FIELD(q_storage, InputStorageName, "q_dtype", InputStorage::same, storage) \
+  FIELD(k_storage, InputStorageName, "k_dtype", InputStorage::same, storage) \
+  FIELD(v_storage, InputStorageName, "v_dtype", InputStorage::same, storage) \
+  FIELD(descale, DescaleName, "descale", Descale::none, storage)
 
 #define ATTNFUZZ_CASE_IGNORE(...)
 
@@ -86,7 +91,10 @@ inline constexpr std::size_t kCaseFieldCount = 0
 // What a field changes when it changes: the problem a kernel sees, the tensors' layout in memory,
 // the input data, which kernel runs, or which of its passes run (the forward alone, or the
 // backward after it). tests/case/test_case_schema.cpp checks each field's claim.
-enum class CaseFieldUse : std::uint8_t { problem, layout, data, kernel, passes };
+// `storage`: problem fields that say how the inputs are stored (fp8 formats, descale factors);
+// they reach the problem, and no plugin ABI version yet, so a plugin skips them (a feature it
+// cannot declare).
+enum class CaseFieldUse : std::uint8_t { problem, layout, data, kernel, passes, storage };
 
 // ---- codecs: a field's JSON form and limits ----
 //
@@ -269,6 +277,25 @@ struct SoftcapValue {
   static nlohmann::json write(Value value) { return value; }
   static std::optional<std::string> outside_limits(Value value);
   static bool unset(Value value) { return value == 0.0; }
+};
+
+// How an input tensor is stored (core/fp8_inputs.h): "same" (the case's dtype; the default, left
+// out of JSON) or an fp8 format's name.
+struct InputStorageName {
+  using Value = InputStorage;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return std::string(input_storage_name(value)); }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value value) { return value == InputStorage::same; }
+};
+
+// How the fp8 inputs are descaled (core/fp8_inputs.h); "none", the default, is left out of JSON.
+struct DescaleName {
+  using Value = Descale;
+  static Value read(const nlohmann::json& json);
+  static nlohmann::json write(Value value) { return std::string(descale_name(value)); }
+  static std::optional<std::string> outside_limits(Value value);
+  static bool unset(Value value) { return value == Descale::none; }
 };
 
 // "none" or "<q|k|v>:<kind>:<count>" (case/data_distribution.h).

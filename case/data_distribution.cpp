@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 
+#include "case/fp8_quantization.h"
 #include "case/input_draws.h"
 #include "core/parallel_for.h"
 #include "core/splitmix.h"
@@ -195,9 +196,19 @@ std::uint16_t large_bits(const AttentionProblem& problem, TensorRole role, std::
   // a few thousand for N(0, 1) data.
   const double budget = 0.5 * traits.max_finite / std::max(problem.softmax_scale, 1.0);
   const double in_one_row = static_cast<double>(std::min(count, problem.head_dim));
-  const double limit = other.max_element > 0.0 ? (budget - own.max_row_norm * other.max_row_norm) /
-                                                     (in_one_row * other.max_element)
-                                               : budget;
+  double limit = other.max_element > 0.0 ? (budget - own.max_row_norm * other.max_row_norm) /
+                                               (in_one_row * other.max_element)
+                                         : budget;
+  // A partner stored as descaled fp8 (case/fp8_quantization.h) enters the kernel's fp32 dot
+  // product as its patterns' values, up to the format's largest in each element, its factor
+  // applied after: that sum must stay below half of float's largest too.
+  const InputStorage partner = role == TensorRole::query ? problem.k_storage : problem.q_storage;
+  if (problem.descaled(partner)) {
+    const double stored_max = traits_of(storage_dtype(partner, problem.dtype)).max_finite;
+    const double stored_row_norm = stored_max * std::sqrt(static_cast<double>(problem.head_dim));
+    limit = std::min(limit, (0.5 * kFloatMax - own.max_row_norm * stored_row_norm) /
+                                (in_one_row * stored_max));
+  }
   return round_down_to_dtype(std::min(std::max(limit, 1.0), budget), problem.dtype);
 }
 
@@ -353,11 +364,11 @@ AttentionProblem dense_form(const AttentionProblem& problem) {
 // wrong offset (one sequence on) reads poison there, not memory it does not own.
 std::vector<std::uint16_t> poisoned_buffer(std::int64_t span, const TensorStrides& strides,
                                            std::int64_t packed_longest,
-                                           const AttentionProblem& problem) {
+                                           const AttentionProblem& problem, Dtype dtype) {
   return std::vector<std::uint16_t>(
       static_cast<std::size_t>(span + input_guard_elements(strides, problem.head_dim) +
                                packed_longest * strides.seq),
-      traits_of(problem.dtype).poison_bits);
+      traits_of(dtype).poison_bits);
 }
 
 // Copies the rows that exist (row s < the sequence's length) of a dense tensor into `placed`:
@@ -384,9 +395,15 @@ AttentionInputs place_rows(const AttentionProblem& problem, const AttentionProbl
   AttentionInputs placed;
   const std::int64_t longest_q = problem.varlen_q ? problem.seq_len_q : 0;
   const std::int64_t longest_k = problem.varlen_k && !problem.paged() ? problem.seq_len_k : 0;
-  placed.q = poisoned_buffer(q_span(problem), problem.q_strides, longest_q, problem);
-  placed.k = poisoned_buffer(k_span(problem), problem.k_strides, longest_k, problem);
-  placed.v = poisoned_buffer(v_span(problem), problem.v_strides, longest_k, problem);
+  placed.q =
+      poisoned_buffer(q_span(problem), problem.q_strides, longest_q, problem, problem.q_dtype());
+  placed.k =
+      poisoned_buffer(k_span(problem), problem.k_strides, longest_k, problem, problem.k_dtype());
+  placed.v =
+      poisoned_buffer(v_span(problem), problem.v_strides, longest_k, problem, problem.v_dtype());
+  placed.q_descale = dense.q_descale;
+  placed.k_descale = dense.k_descale;
+  placed.v_descale = dense.v_descale;
   const auto query_length = [&](std::int64_t b) { return problem.seq_len_q_of(b); };
   const auto key_length = [&](std::int64_t b) { return problem.seq_len_k_of(b); };
   copy_rows(
@@ -404,7 +421,32 @@ AttentionInputs place_rows(const AttentionProblem& problem, const AttentionProbl
   return placed;
 }
 
-// The data of a problem laid out as its strides say (dense).
+// The fp8 tensors of `inputs`, drawn in the case's dtype, quantized (case/fp8_quantization.h).
+void quantize_fp8_tensors(const AttentionProblem& problem, const InputShapes& shapes,
+                          AttentionInputs& inputs) {
+  const struct {
+    TensorRole role;
+    InputStorage storage;
+    std::vector<std::uint16_t>& tensor;
+    std::vector<float>& descale;
+    std::int64_t group_size;
+  } tensors[] = {
+      {TensorRole::query, problem.q_storage, inputs.q, inputs.q_descale, problem.group_size()},
+      {TensorRole::key, problem.k_storage, inputs.k, inputs.k_descale, 1},
+      {TensorRole::value, problem.v_storage, inputs.v, inputs.v_descale, 1}};
+  for (const auto& tensor : tensors) {
+    if (tensor.storage == InputStorage::same) continue;
+    QuantizedTensor quantized =
+        quantize_to_fp8(tensor.tensor, shapes.of(tensor.role), problem.dtype,
+                        storage_dtype(tensor.storage, problem.dtype), problem.descale,
+                        problem.kv_heads, tensor.group_size);
+    tensor.tensor = std::move(quantized.patterns);
+    tensor.descale = std::move(quantized.descale);
+  }
+}
+
+// The data of a problem laid out as its strides say (dense): drawn and injected in the case's
+// dtype, then the fp8 tensors quantized.
 AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
                                       const AttentionProblem& shape_problem,
                                       DataDistribution distribution, std::uint64_t seed,
@@ -412,6 +454,7 @@ AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
   const InputShapes shapes(shape_problem);
   AttentionInputs inputs = draw_inputs(problem, distribution, seed, shapes);
   inject(problem, seed, injection, shapes, inputs);
+  quantize_fp8_tensors(problem, shapes, inputs);
   return inputs;
 }
 
@@ -436,7 +479,8 @@ TensorDraws tensor_draws(const AttentionProblem& problem, DataDistribution distr
 
 std::optional<std::vector<InjectedElement>> data_independent_injection(
     const AttentionProblem& problem, std::uint64_t seed, const SpecialValueInjection& injection) {
-  if (problem.varlen_q || problem.varlen_k || problem.paged() || depends_on_data(injection)) {
+  if (problem.varlen_q || problem.varlen_k || problem.paged() || problem.fp8_inputs() ||
+      depends_on_data(injection)) {
     return std::nullopt;
   }
   const InputShapes shapes(problem);
@@ -446,6 +490,17 @@ std::optional<std::vector<InjectedElement>> data_independent_injection(
                                                std::min(injection.count, shape.elements()), {}, {})
                                   : std::uint16_t{0};
   return injected_elements(problem, seed, injection, shape, large);
+}
+
+AttentionTensors input_tensors(const AttentionInputs& inputs) {
+  const auto data_or_null = [](const std::vector<float>& factors) {
+    return factors.empty() ? nullptr : factors.data();
+  };
+  AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  tensors.q_descale = data_or_null(inputs.q_descale);
+  tensors.k_descale = data_or_null(inputs.k_descale);
+  tensors.v_descale = data_or_null(inputs.v_descale);
+  return tensors;
 }
 
 AttentionInputs generate_inputs(const AttentionProblem& problem, DataDistribution distribution,

@@ -105,9 +105,17 @@ inline constexpr std::string_view kInjectionSyntax = "none or <q|k|v>:<kind>:<co
 //     past seq_len of the last (batch, head) (an unmasked tail tile) reads poison instead of
 //     memory it does not own; past seq_len of any other (batch, head) it reads that neighbour's
 //     rows, wrong but well defined.
+// An fp8 tensor (problem.q_storage and the others) holds fp8 patterns, quantized from data drawn
+// in the case's dtype (case/fp8_quantization.h), its row padding and guard tail the fp8 dtype's
+// poison; with descale factors (problem.descaled) they come beside it, [batch][kv_heads].
 struct AttentionInputs {
   std::vector<std::uint16_t> q, k, v;
+  std::vector<float> q_descale, k_descale, v_descale;  // empty where a tensor has none
 };
+
+// The tensors of `inputs` and their descale factors (null where none), in host memory; no output,
+// log-sum-exp or index arrays.
+AttentionTensors input_tensors(const AttentionInputs& inputs);
 
 // Rows of the guard tail: the largest query or key tile of any kernel (flash_tile_traits.h).
 inline constexpr std::int64_t kInputGuardRows = 64;
@@ -139,8 +147,8 @@ struct InjectedElement {
 
 // The elements generate_inputs() overwrites for `injection` (empty for none), in the order it
 // writes them, when they do not depend on the drawn data: nullopt for `large` into Q or K (sized
-// by the tensors' magnitudes) and for a varlen or paged problem (injected before its rows are
-// placed).
+// by the tensors' magnitudes), for a varlen or paged problem (injected before its rows are
+// placed) and for fp8 inputs (injected before they are quantized).
 std::optional<std::vector<InjectedElement>> data_independent_injection(
     const AttentionProblem& problem, std::uint64_t seed, const SpecialValueInjection& injection);
 

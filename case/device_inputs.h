@@ -43,6 +43,7 @@ class DeviceInputs {
 // (synchronously, on the default stream) and returns true; or returns false, leaving `out` as it
 // was, for a case it does not cover, which the caller generates on the host and copies over:
 //   - a varlen or paged problem (its rows are placed after drawing);
+//   - fp8 inputs (quantized after drawing, with factors from whole groups);
 //   - `large` injected into Q or K (its magnitude depends on the drawn tensors);
 //   - every case in a build without CUDA.
 // Dense problems of any layout or strides, every distribution and every other injection are

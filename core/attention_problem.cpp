@@ -278,6 +278,11 @@ std::string describe_shape(const AttentionProblem& problem) {
   if (problem.kv_heads != problem.heads) text << "/" << problem.kv_heads;
   text << " Sq=" << problem.seq_len_q << " Sk=" << problem.seq_len_k << " D=" << problem.head_dim
        << " " << dtype_name(problem.dtype);
+  if (problem.fp8_inputs()) {
+    text << " qkv=" << dtype_name(problem.q_dtype()) << "/" << dtype_name(problem.k_dtype()) << "/"
+         << dtype_name(problem.v_dtype());
+    if (problem.descale != Descale::none) text << " descale=" << descale_name(problem.descale);
+  }
   if (problem.causal) text << " causal";
   if (problem.varlen_q || problem.varlen_k) {
     text << " varlen" << (problem.varlen_q ? "q" : "") << (problem.varlen_k ? "k" : "");

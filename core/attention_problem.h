@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/fp8_inputs.h"
 
 #if defined(__CUDACC__)
 #define ATTNFUZZ_PROBLEM_HD __host__ __device__
@@ -140,8 +141,25 @@ struct ProblemShape {
   // The log-sum-exp output: row (b, i) of head h at lse_row_offset(b, i) + h * lse_strides.head;
   // [batch][heads][seq_len_q] dense, [heads][total_q] varlen (FlashAttention's softmax_lse).
   TensorStrides lse_strides;
+  // fp8 inputs (core/fp8_inputs.h): how each of Q, K, V is stored (`dtype`, the outputs', unless
+  // an fp8 format), and how the fp8 ones are descaled. Their factors are data, in the tensors.
+  InputStorage q_storage = InputStorage::same;
+  InputStorage k_storage = InputStorage::same;
+  InputStorage v_storage = InputStorage::same;
+  Descale descale = Descale::none;
 
   ATTNFUZZ_PROBLEM_HD std::int64_t group_size() const { return heads / kv_heads; }
+  ATTNFUZZ_PROBLEM_HD Dtype q_dtype() const { return storage_dtype(q_storage, dtype); }
+  ATTNFUZZ_PROBLEM_HD Dtype k_dtype() const { return storage_dtype(k_storage, dtype); }
+  ATTNFUZZ_PROBLEM_HD Dtype v_dtype() const { return storage_dtype(v_storage, dtype); }
+  ATTNFUZZ_PROBLEM_HD bool fp8_inputs() const {
+    return q_storage != InputStorage::same || k_storage != InputStorage::same ||
+           v_storage != InputStorage::same;
+  }
+  // Whether the tensor stored as `storage` comes with descale factors.
+  ATTNFUZZ_PROBLEM_HD bool descaled(InputStorage storage) const {
+    return descale != Descale::none && storage != InputStorage::same;
+  }
   ATTNFUZZ_PROBLEM_HD bool paged() const { return page_size > 0; }
 };
 
@@ -278,7 +296,8 @@ struct AttentionProblem : ProblemShape {
 };
 
 // Pointers to element [0, 0, 0, 0] of each tensor, laid out by the problem's strides, in the memory
-// of whoever computes. Elements are raw fp16/bf16 patterns. The oracle reads only q, k and v.
+// of whoever computes. Elements are raw patterns of each tensor's dtype (an fp8 pattern in the low
+// byte). The oracle reads only q, k, v and their descale factors.
 struct AttentionTensors {
   const std::uint16_t* q = nullptr;
   const std::uint16_t* k = nullptr;
@@ -290,6 +309,11 @@ struct AttentionTensors {
   const std::int32_t* block_table = nullptr;
   const float* alibi_slopes = nullptr;
   float* lse = nullptr;  // [lse_span(problem)] when the problem returns the log-sum-exp
+  // [batch][kv_heads] descale factors of each fp8 tensor that has them (problem.descaled), null
+  // otherwise (a factor of 1): descale_at(tensors.k_descale, kv_heads, b, kv_head).
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
 };
 
 // The backward pass's own tensors, beside an AttentionTensors whose q, k, v, the forward's o and

@@ -14,16 +14,19 @@
 
 namespace attnfuzz {
 
-// X(id, bit, name, whether `problem` uses it)
-#define ATTNFUZZ_PROBLEM_FEATURES(X)                                             \
-  X(varlen, 1u, "varlen (packed sequences through cu_seqlens)",                  \
-    problem.varlen_q || problem.varlen_k)                                        \
-  X(paged_kv, 2u, "paged K/V (a block table into a page pool)", problem.paged()) \
-  X(sliding_window, 4u, "a sliding window (window_left/window_right)",           \
-    problem.window_left >= 0 || problem.window_right >= 0)                       \
-  X(softcap, 8u, "logit soft-capping (softcap)", problem.softcap > 0.0)          \
-  X(alibi, 16u, "ALiBi biases", problem.alibi)                                   \
-  X(return_lse, 32u, "the log-sum-exp output (return_lse)", problem.return_lse)
+// X(id, bit, name, whether `problem` uses it). Bits 64 and 128 are the plugin ABI's own (the
+// backward pass's).
+#define ATTNFUZZ_PROBLEM_FEATURES(X)                                                    \
+  X(varlen, 1u, "varlen (packed sequences through cu_seqlens)",                         \
+    problem.varlen_q || problem.varlen_k)                                               \
+  X(paged_kv, 2u, "paged K/V (a block table into a page pool)", problem.paged())        \
+  X(sliding_window, 4u, "a sliding window (window_left/window_right)",                  \
+    problem.window_left >= 0 || problem.window_right >= 0)                              \
+  X(softcap, 8u, "logit soft-capping (softcap)", problem.softcap > 0.0)                 \
+  X(alibi, 16u, "ALiBi biases", problem.alibi)                                          \
+  X(return_lse, 32u, "the log-sum-exp output (return_lse)", problem.return_lse)         \
+  X(fp8_inputs, 256u, "fp8 inputs (e4m3 or e5m2 Q, K or V, and their descale factors)", \
+    problem.fp8_inputs() || problem.descale != Descale::none)
 
 enum class ProblemFeature : std::uint32_t {
 #define ATTNFUZZ_FEATURE_ENUM(id, bit, name, used) id = bit,

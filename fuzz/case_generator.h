@@ -13,6 +13,7 @@
 #include <cmath>
 #include <ostream>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -377,12 +378,53 @@ inline std::vector<std::int64_t> drawn_sequence_lengths(std::int64_t batch, std:
   return lengths;
 }
 
+// fp8 inputs as a case holds them: each of Q, K, V in the case's dtype or an fp8 format, and the
+// descale form (none when no tensor is fp8).
+struct Fp8InputsDraw {
+  InputStorage q = InputStorage::same;
+  InputStorage k = InputStorage::same;
+  InputStorage v = InputStorage::same;
+  Descale descale = Descale::none;
+};
+
+// fp8 inputs one case in four, shrinking to none: FlashAttention 3's form (Q, K, V fp8), an fp8
+// KV cache (K and V), or any other mix, each tensor e4m3 or e5m2, with each descale form.
+inline rc::Gen<Fp8InputsDraw> fp8_inputs() {
+  const auto storage =
+      choice<InputStorage>({InputStorage::same, InputStorage::e4m3, InputStorage::e5m2});
+  const auto drawn = rc::gen::map(
+      rc::gen::tuple(choice<int>({0, 1, 2}), storage, storage, storage,
+                     choice<Descale>({Descale::none, Descale::per_tensor, Descale::per_kv_head})),
+      [](const auto& choices) {
+        const auto& [form, q, k, v, descale] = choices;
+        Fp8InputsDraw draw;
+        const InputStorage fp8 = k == InputStorage::same ? InputStorage::e4m3 : k;
+        switch (form) {
+          case 0:  // FlashAttention 3: all three in one format
+            draw.q = draw.k = draw.v = fp8;
+            break;
+          case 1:  // an fp8 KV cache
+            draw.k = draw.v = fp8;
+            break;
+          default:  // any mix, at least one tensor fp8
+            draw.q = q;
+            draw.k = k;
+            draw.v = q == InputStorage::same && k == InputStorage::same && v == InputStorage::same
+                         ? fp8
+                         : v;
+        }
+        draw.descale = descale;
+        return draw;
+      });
+  return rc::gen::weightedOneOf<Fp8InputsDraw>({{3, rc::gen::just(Fp8InputsDraw{})}, {1, drawn}});
+}
+
 // The attention variants on top of `base`'s cases, each on about half the time and shrinking to
 // off: packed query and/or key lengths, paged K/V (pages of 16, 64, 256 rows and an odd one),
-// sliding windows (either side, narrow or wide, with or without causal), soft-capping, ALiBi and
-// the log-sum-exp output; and with `backward` (the kernel has a backward pass), one case in four
-// judges the backward pass too, without paged K/V (which no built-in backward takes). Only the
-// variants in `features` (the kernel's reach) are drawn.
+// sliding windows (either side, narrow or wide, with or without causal), soft-capping, ALiBi,
+// the log-sum-exp output and fp8 inputs; and with `backward` (the kernel has a backward pass), one
+// case in four judges the backward pass too, without paged K/V (which no built-in backward takes).
+// Only the variants in `features` (the kernel's reach) are drawn.
 inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
                                             std::uint32_t features = kAllProblemFeatures,
                                             bool backward = false) {
@@ -395,12 +437,13 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
                      choice<bool>({false, false, true}),                     // alibi
                      choice<bool>({false, true}),                            // return_lse
                      uniform<std::uint64_t>(0, std::uint64_t{1} << 32),      // the lengths' seed
-                     choice<bool>({false, false, false, true}));             // backward
+                     choice<bool>({false, false, false, true}),              // backward
+                     fp8_inputs());
   return rc::gen::map(
       rc::gen::pair(std::move(base), variants), [features, backward](const auto& drawn) {
         AttentionCase attention_case = drawn.first;
         auto [varlen, page_size, window_left, window_right, softcap, alibi, return_lse,
-              lengths_seed, backward_pass] = drawn.second;
+              lengths_seed, backward_pass, fp8] = drawn.second;
         const auto declared = [features](ProblemFeature feature) {
           return (features & static_cast<std::uint32_t>(feature)) != 0;
         };
@@ -410,8 +453,16 @@ inline rc::Gen<AttentionCase> with_variants(rc::Gen<AttentionCase> base,
         if (!declared(ProblemFeature::softcap)) softcap = 0.0;
         if (!declared(ProblemFeature::alibi)) alibi = false;
         if (!declared(ProblemFeature::return_lse)) return_lse = false;
+        if (!declared(ProblemFeature::fp8_inputs)) fp8 = Fp8InputsDraw{};
         attention_case.backward = backward && backward_pass;
-        if (attention_case.backward) page_size = 0;
+        if (attention_case.backward) {
+          page_size = 0;
+          fp8 = Fp8InputsDraw{};  // no backward takes fp8 inputs (nor does FlashAttention 3's)
+        }
+        attention_case.q_storage = fp8.q;
+        attention_case.k_storage = fp8.k;
+        attention_case.v_storage = fp8.v;
+        attention_case.descale = fp8.descale;
         if (varlen & 1)
           attention_case.seq_lens_q =
               drawn_sequence_lengths(attention_case.batch, attention_case.seq_len_q, lengths_seed);

@@ -77,6 +77,13 @@ std::vector<AttentionCase> with_feature(const AttentionCase& base, ProblemFeatur
     case ProblemFeature::return_lse:
       add([](AttentionCase& c) { c.return_lse = true; });
       break;
+    case ProblemFeature::fp8_inputs:
+      add([](AttentionCase& c) { c.q_storage = c.k_storage = c.v_storage = InputStorage::e4m3; });
+      add([](AttentionCase& c) {
+        c.k_storage = c.v_storage = InputStorage::e5m2;
+        c.descale = Descale::per_tensor;
+      });
+      break;
   }
   return probes;
 }

@@ -110,10 +110,6 @@ std::optional<std::string> compare_outputs(const AttentionProblem& problem,
   return std::nullopt;
 }
 
-AttentionTensors input_tensors(const AttentionInputs& inputs) {
-  return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
-}
-
 // The sum of two runs' oracle-free bounds, each on its problem and inputs: each output is within
 // its own bound of the truth. The comparison keeps the bounds (one, when both runs have the same
 // inputs); the problems must have the same query heads, so that an element's place is the same.

@@ -6,15 +6,17 @@
 //   for each key/value tile of block_n rows that the tile's rows can see (from the sliding
 //   window's left edge of its first row to the causal diagonal or the window's right edge of its
 //   last row), staged row by row through the block table when K and V are paged:
-//     S = Q_tile K_tile^T                fp32 accumulation of exact fp16/bf16 products
-//     S = S * scale; S = softcap * tanh(S / softcap) when soft-capped; S -= slope_h * |distance
+//     S = Q_tile K_tile^T                fp32 accumulation of exact products of the inputs' values
+//                                        (fp16/bf16, or fp8 patterns undescaled)
+//     S = S * scale (times Q's and K's descale factors for fp8 inputs); S = softcap * tanh(S /
+//     softcap) when soft-capped; S -= slope_h * |distance
 //         from the diagonal| with ALiBi; masked to -inf (tail columns past the sequence's keys,
 //         the causal mask and the window)
 //     m_new = max(m, rowmax(S)); P = exp(S - m_new); l = l * exp(m - m_new) + rowsum(P)
 //     acc = acc * exp(m - m_new) + round_to_dtype(P) V_tile     (P in the input dtype, as the
 //                                                                tensor cores take it; fp32 acc)
-//   O = round_to_dtype(acc / l), 0 for rows that saw no key; the log-sum-exp m + log(l) (-inf
-//   for a row that saw no key) when the problem returns it.
+//   O = round_to_dtype(acc / l * V's descale factor), 0 for rows that saw no key; the log-sum-exp m
+//   + log(l) (-inf for a row that saw no key) when the problem returns it.
 // Tile sizes come from flash_tile_traits.h, shared with the CUDA kernel, and so does the split-KV
 // plan: a decode-shaped problem (one query tile, many keys) runs its key tiles in splits, each
 // leaving an fp32 partial output and log-sum-exp that a combine step merges, as the CUDA kernel's
@@ -66,7 +68,8 @@ constexpr PlantedBug kCpuFlashPlants[] = {
     ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)  //
     ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)    //
-    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
+    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)       //
+    ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_CPU_FLASH_PLANT)
 #undef ATTNFUZZ_CPU_FLASH_PLANT
 };
 
@@ -92,7 +95,8 @@ struct FlashCall {
   const AttentionTensors& tensors;
   PlantedBug plant;
   const FlashTileConfig& tiles;
-  std::span<const float> widen;        // element bits -> fp32
+  // Element bits -> fp32, each tensor by its own dtype (fp8 inputs decoded exactly, undescaled).
+  std::span<const float> widen_q, widen_k, widen_v;
   const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
   KvSplitPlan split;                   // of the key tiles (one split: the single-pass path)
 };
@@ -114,7 +118,8 @@ struct QueryTile {
   std::int64_t first_key_tile;   // the key tiles it reads: [first_key_tile, key_tiles)
   std::int64_t key_tiles;
   std::int64_t key_end;  // keys from here on are masked
-  float scale;           // applied to Q K^T
+  float scale;           // applied to Q K^T: the softmax scale times Q's and K's descale factors
+  float value_descale;   // applied to the output (FlashAttention 3's v_descale); 1 without
   float alibi_slope;     // 0 without ALiBi
 };
 
@@ -218,8 +223,19 @@ QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_
           ? tile.first_key_tile
           : std::max(tile.first_key_tile, key_tile_count(keys.end, call.tiles.block_n, call.plant));
   tile.key_end = last_key_tile_end(seq_k, tile.key_tiles, call.tiles.block_n, call.plant);
+  // fp8 inputs' factors fold into the score's scale and the output, as FlashAttention 3 applies
+  // them: two more fp32 roundings of the scale, one of each output (docs/tolerance.md).
+  const std::int64_t entry = descale_entry(problem, batch, head, tile.kv_head, call.plant);
+  const auto factor = [](const float* descale, std::int64_t at) {
+    return descale != nullptr ? descale[at] : 1.0f;
+  };
   tile.scale = applied_softmax_scale(static_cast<float>(problem.softmax_scale), problem.head_dim,
                                      call.plant);
+  for (int times = 0; times < score_descale_applications(call.plant); ++times) {
+    tile.scale = tile.scale * factor(tensors.q_descale, entry) * factor(tensors.k_descale, entry);
+  }
+  tile.value_descale = factor(
+      output_descaled_by_key_factor(call.plant) ? tensors.k_descale : tensors.v_descale, entry);
   return tile;
 }
 
@@ -239,7 +255,7 @@ ATTNFUZZ_KERNEL_STAGE void load_query_tile(const FlashCall& call, const QueryTil
 
   for (int row = 0; row < tile.rows; ++row) {
     const std::uint16_t* q_row = tile.q_head + (tile.first_row + row) * problem.q_strides.seq;
-    for (std::int64_t d = 0; d < dim; ++d) work.query[row * dim + d] = call.widen[q_row[d]];
+    for (std::int64_t d = 0; d < dim; ++d) work.query[row * dim + d] = call.widen_q[q_row[d]];
   }
 }
 
@@ -264,8 +280,8 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
     const std::uint16_t* v_row =
         key_value_row(call, tile, call.tensors.v, tile.v_head, problem.v_strides, key);
     for (std::int64_t d = 0; d < dim; ++d) {
-      work.key_t[d * block_n + col] = call.widen[k_row[d]];
-      work.value[col * dim + d] = call.widen[v_row[d]];
+      work.key_t[d * block_n + col] = call.widen_k[k_row[d]];
+      work.value[col * dim + d] = call.widen_v[v_row[d]];
     }
   }
 }
@@ -331,7 +347,7 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
     scores[col] = std::exp(scores[col] - safe_max);
     tile_sum += scores[col];
   }
-  round_to_dtype_in_place(scores, block_n, problem.dtype);
+  round_to_dtype_in_place(scores, block_n, probability_dtype(problem, plant));
   if (adds_tile_to_row_sum(key_tile.index, tile.key_tiles, plant)) {
     work.row_sum[row] = work.row_sum[row] * correction + tile_sum;
   }
@@ -352,15 +368,17 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
   }
 }
 
-// Row `row` of the output from its fp32 values, converted to the input dtype.
+// Row `row` of the output from its fp32 values, descaled by V's factor when it has one and
+// converted to the output dtype.
 ATTNFUZZ_KERNEL_STAGE void store_output_row(const FlashCall& call, const QueryTile& tile, int row,
                                             const float* values) {
   const AttentionProblem& problem = call.problem;
   const bool toward_zero = output_rounds_toward_zero(call.plant);
   std::uint16_t* o_row = tile.o_head + (tile.first_row + row) * problem.o_strides.seq;
   for (std::int64_t d = 0; d < problem.head_dim; ++d) {
-    o_row[d] = toward_zero ? float_to_dtype_toward_zero(values[d], problem.dtype)
-                           : float_to_dtype(values[d], problem.dtype);
+    const float value = values[d] * tile.value_descale;
+    o_row[d] = toward_zero ? float_to_dtype_toward_zero(value, problem.dtype)
+                           : float_to_dtype(value, problem.dtype);
     if (o_row + d == call.flaky_element) o_row[d] ^= 1u;
   }
 }
@@ -539,6 +557,10 @@ class CpuFlashKernel final : public AttentionKernel {
 
   SupportVerdict backward_support(const AttentionProblem& problem) const override {
     if (problem.paged()) return SupportVerdict::no("cpu_flash's backward has no paged K/V");
+    if (problem.fp8_inputs()) {
+      return SupportVerdict::no(
+          "cpu_flash's backward has no fp8 inputs (nor has FlashAttention 3's)");
+    }
     return supports(problem);
   }
 
@@ -563,7 +585,9 @@ class CpuFlashKernel final : public AttentionKernel {
                          tensors,
                          plant,
                          tiles,
-                         widening_table(problem.dtype),
+                         widening_table(decoded_as(problem.q_dtype(), plant)),
+                         widening_table(decoded_as(problem.k_dtype(), plant)),
+                         widening_table(decoded_as(problem.v_dtype(), plant)),
                          flaky ? tensors.o + last_output_element(problem) : nullptr,
                          kv_split_plan(problem.seq_len_q, problem.seq_len_k, tiles)};
     const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, call.tiles.block_m, plant);
@@ -579,7 +603,7 @@ class CpuFlashKernel final : public AttentionKernel {
       // The plant writes through the pointer it was given to read: the caller's Q.
       std::uint16_t* query = const_cast<std::uint16_t*>(tensors.q);
       for (std::int64_t index = 0; index < q_span(problem); ++index) {
-        query[index] = float_to_dtype(2.0f * call.widen[query[index]], problem.dtype);
+        query[index] = float_to_dtype(2.0f * call.widen_q[query[index]], problem.q_dtype());
       }
     }
     if (writes_key_past_end(plant)) {

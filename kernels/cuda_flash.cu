@@ -871,7 +871,10 @@ class CudaFlashKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return kCudaFlashPlants; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
-    if (auto reason = unsupported_feature_reason(name(), problem, kAllProblemFeatures)) {
+    // Every variant, not yet fp8 inputs (cpu_flash, its twin, reads them).
+    constexpr std::uint32_t kFeatures =
+        kAllProblemFeatures & ~static_cast<std::uint32_t>(ProblemFeature::fp8_inputs);
+    if (auto reason = unsupported_feature_reason(name(), problem, kFeatures)) {
       return SupportVerdict::no(*reason);
     }
     if (find_launcher(problem.head_dim) == nullptr) {

@@ -472,6 +472,42 @@ ATTNFUZZ_HOST_DEVICE inline std::int64_t last_output_element(const ProblemShape&
   return last_row + (problem.heads - 1) * strides.head + problem.head_dim - 1;
 }
 
+// ---- fp8 inputs (core/fp8_inputs.h) ----
+
+// The dtype a tensor stored in `dtype` is decoded as.
+ATTNFUZZ_HOST_DEVICE inline Dtype decoded_as(Dtype dtype, PlantedBug plant) {
+  return plant == PlantedBug::fp8_e5m2_read_as_e4m3 && dtype == Dtype::e5m2 ? Dtype::e4m3 : dtype;
+}
+
+// The entry of a (batch, KV head) descale array that query head `head` reads: its KV head's, or,
+// with fp8_descale_by_query_head, the entry its own index names (wrapping past the array's end).
+ATTNFUZZ_HOST_DEVICE inline std::int64_t descale_entry(const ProblemShape& problem,
+                                                       std::int64_t batch, std::int64_t head,
+                                                       std::int64_t kv_head, PlantedBug plant) {
+  if (plant == PlantedBug::fp8_descale_by_query_head) {
+    return (batch * problem.kv_heads + head) % (problem.batch * problem.kv_heads);
+  }
+  return batch * problem.kv_heads + kv_head;
+}
+
+// How many times Q's and K's descale factors multiply the scores: once, or twice.
+ATTNFUZZ_HOST_DEVICE inline int score_descale_applications(PlantedBug plant) {
+  return plant == PlantedBug::fp8_descale_twice ? 2 : 1;
+}
+
+// Whether the output is descaled by K's factor rather than V's.
+ATTNFUZZ_HOST_DEVICE inline bool output_descaled_by_key_factor(PlantedBug plant) {
+  return plant == PlantedBug::fp8_k_descale_for_v;
+}
+
+// The dtype P is rounded to before P V: the output's, or e4m3 with fp8_p_rounded_to_e4m3 when V
+// is fp8.
+ATTNFUZZ_HOST_DEVICE inline Dtype probability_dtype(const ProblemShape& problem, PlantedBug plant) {
+  return plant == PlantedBug::fp8_p_rounded_to_e4m3 && problem.v_storage != InputStorage::same
+             ? Dtype::e4m3
+             : problem.dtype;
+}
+
 // The output element from accumulator x (1 / row sum): 0 for a row that saw no key.
 // masked_row_nan keeps the quotient there: 0 x (1 / 0) is NaN.
 ATTNFUZZ_HOST_DEVICE inline float output_value(float normalised, bool saw_no_key,

@@ -189,6 +189,23 @@ namespace attnfuzz {
     "stores dQ from the last key tile alone, the others' contributions overwritten",               \
     "'=' written for '+=' where dQ gathers the key tiles' parts")
 
+// Bugs of fp8 inputs (core/fp8_inputs.h): how a kernel decodes and descales them. cpu_flash
+// carries them; cuda_flash does not take fp8 inputs yet.
+#define ATTNFUZZ_FP8_PLANTED_BUGS(X)                                                             \
+  X(fp8_k_descale_for_v, "descales the output by K's factor instead of V's",                     \
+    "k_scale passed where v_scale belongs: the two are equal in most tests")                     \
+  X(fp8_descale_by_query_head,                                                                   \
+    "reads the (batch, KV head) descale arrays at [b * kv_heads + query head], wrapping at the " \
+    "end",                                                                                       \
+    "the factors indexed as a (batch, heads) array, as Q's own shape suggests")                  \
+  X(fp8_descale_twice, "applies Q's and K's descale factors to the scores twice",                \
+    "the factors folded into the softmax scale by the caller and again by the kernel")           \
+  X(fp8_e5m2_read_as_e4m3, "decodes e5m2 inputs as e4m3",                                        \
+    "one fp8 decode path for both formats: the format flag ignored")                             \
+  X(fp8_p_rounded_to_e4m3,                                                                       \
+    "rounds P to e4m3 before P V when V is fp8, where P in the output dtype was declared",       \
+    "FlashAttention 3's fp8 P V MMA taken for a kernel that promised 16-bit probabilities")
+
 #define ATTNFUZZ_PLANTED_BUGS(X)         \
   ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \
   ATTNFUZZ_CONTRACT_PLANTED_BUGS(X)      \
@@ -196,7 +213,8 @@ namespace attnfuzz {
   ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(X)   \
   ATTNFUZZ_RACE_PLANTED_BUGS(X)          \
   ATTNFUZZ_GPU_PLANTED_BUGS(X)           \
-  ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X) ATTNFUZZ_BACKWARD_PLANTED_BUGS(X)
+  ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(X)   \
+  ATTNFUZZ_BACKWARD_PLANTED_BUGS(X) ATTNFUZZ_FP8_PLANTED_BUGS(X)
 
 enum class PlantedBug {
   none,
@@ -239,7 +257,8 @@ inline constexpr PlantedBugInfo kPlantedBugs[] = {
     ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_RACE_ROW)                 //
     ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)                 //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)        //
-    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_BACKWARD_ROW)
+    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_BACKWARD_ROW)         //
+    ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_HOST_PLANT_ROW)
 #undef ATTNFUZZ_PLANT_ROW
 #undef ATTNFUZZ_HOST_PLANT_ROW
 #undef ATTNFUZZ_CONTAINMENT_ROW

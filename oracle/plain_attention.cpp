@@ -50,9 +50,14 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
                      std::int64_t batch, std::int64_t head, bool keep_capped_tanh) {
   const std::int64_t dim = problem.head_dim;
   const Dtype dtype = problem.dtype;
-  const std::span<const float> widen = widening_table(dtype);
   const float scale = static_cast<float>(problem.softmax_scale);
   const std::int64_t kv_head = head / problem.group_size();
+  // fp8 inputs are dequantized into the dtype first, as an unfused framework path does: each
+  // value times its descale factor, rounded (for the other inputs both steps change nothing).
+  const float query_factor = descale_at(tensors.q_descale, problem.kv_heads, batch, kv_head);
+  const float key_factor = descale_at(tensors.k_descale, problem.kv_heads, batch, kv_head);
+  const float value_factor = descale_at(tensors.v_descale, problem.kv_heads, batch, kv_head);
+  const std::span<const float> widen_q = widening_table(problem.q_dtype());
   PlainHead plain;
   const std::int64_t seq_q = plain.seq_q = problem.seq_len_q_of(batch);
   const std::int64_t seq_k = plain.seq_k = problem.seq_len_k_of(batch);
@@ -70,12 +75,24 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
   std::vector<float>& scores = plain.probabilities;
   for (std::int64_t i = 0; i < seq_q; ++i) {
     const std::uint16_t* row = query_row(problem, tensors, batch, i, head);
-    for (std::int64_t d = 0; d < dim; ++d) query[i * dim + d] = widen[row[d]] * scale;
+    for (std::int64_t d = 0; d < dim; ++d) {
+      query[i * dim + d] = query_factor == 1.0f
+                               ? widen_q[row[d]] * scale
+                               : round_to_dtype(widen_q[row[d]] * query_factor, dtype) * scale;
+    }
   }
   round_to_dtype_in_place(query.data(), seq_q * dim, dtype);
+  const auto dequantize = [&](const std::uint16_t* row, Dtype row_dtype, float factor, float* out) {
+    widen_row(row, dim, widening_table(row_dtype), out);
+    if (row_dtype == dtype && factor == 1.0f) return;
+    for (std::int64_t d = 0; d < dim; ++d) out[d] *= factor;
+    round_to_dtype_in_place(out, dim, dtype);
+  };
   for (std::int64_t j = 0; j < seq_k; ++j) {
-    widen_row(key_row(problem, tensors, batch, j, kv_head), dim, widen, &key[j * dim]);
-    widen_row(value_row(problem, tensors, batch, j, kv_head), dim, widen, &value[j * dim]);
+    dequantize(key_row(problem, tensors, batch, j, kv_head), problem.k_dtype(), key_factor,
+               &key[j * dim]);
+    dequantize(value_row(problem, tensors, batch, j, kv_head), problem.v_dtype(), value_factor,
+               &value[j * dim]);
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(seq_q),
               static_cast<int>(seq_k), static_cast<int>(dim), 1.0f, query.data(),

@@ -58,8 +58,19 @@ struct Workspace {
 constexpr std::int64_t kPrefetchRows = 8;
 constexpr std::int64_t kElementsPerCacheLine = 32;
 
+// One row's values: its patterns widened, times the tensor's descale factor (1 but for fp8
+// inputs), both exact in double (an fp8 significand of 4 bits times a float's 24).
+void widen_row_scaled(const std::uint16_t* in, std::int64_t dim, Dtype dtype, double factor,
+                      double* out) {
+  widen_to_double(in, dim, dtype, out);
+  if (factor != 1.0) {
+    for (std::int64_t d = 0; d < dim; ++d) out[d] *= factor;
+  }
+}
+
 void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t rows,
-                std::int64_t dim, Dtype dtype, double* out, std::int64_t out_stride) {
+                std::int64_t dim, Dtype dtype, double factor, double* out,
+                std::int64_t out_stride) {
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::uint16_t* in = base + row * row_stride;
     if (row + kPrefetchRows < rows) {
@@ -67,7 +78,7 @@ void widen_rows(const std::uint16_t* base, std::int64_t row_stride, std::int64_t
         __builtin_prefetch(in + kPrefetchRows * row_stride + d);
       }
     }
-    widen_to_double(in, dim, dtype, out + row * out_stride);
+    widen_row_scaled(in, dim, dtype, factor, out + row * out_stride);
   }
 }
 
@@ -142,19 +153,23 @@ void widen_keys_and_values(const AttentionProblem& problem, const AttentionTenso
   resize_for_overwrite(work.key, static_cast<std::size_t>(seq_k * dim));
   resize_for_overwrite(work.value, static_cast<std::size_t>(seq_k * dim));
   if (seq_k == 0) return;
+  const double key_factor =
+      descale_at(tensors.k_descale, problem.kv_heads, where.batch, where.kv_head);
+  const double value_factor =
+      descale_at(tensors.v_descale, problem.kv_heads, where.batch, where.kv_head);
   if (problem.paged()) {  // rows are contiguous only within a page: one row at a time
     for (std::int64_t j = 0; j < seq_k; ++j) {
-      widen_to_double(key_row(problem, tensors, where.batch, j, where.kv_head), dim, problem.dtype,
-                      work.key.data() + j * dim);
-      widen_to_double(value_row(problem, tensors, where.batch, j, where.kv_head), dim,
-                      problem.dtype, work.value.data() + j * dim);
+      widen_row_scaled(key_row(problem, tensors, where.batch, j, where.kv_head), dim,
+                       problem.k_dtype(), key_factor, work.key.data() + j * dim);
+      widen_row_scaled(value_row(problem, tensors, where.batch, j, where.kv_head), dim,
+                       problem.v_dtype(), value_factor, work.value.data() + j * dim);
     }
     return;
   }
   widen_rows(key_row(problem, tensors, where.batch, 0, where.kv_head), problem.k_strides.seq, seq_k,
-             dim, problem.dtype, work.key.data(), dim);
+             dim, problem.k_dtype(), key_factor, work.key.data(), dim);
   widen_rows(value_row(problem, tensors, where.batch, 0, where.kv_head), problem.v_strides.seq,
-             seq_k, dim, problem.dtype, work.value.data(), dim);
+             seq_k, dim, problem.v_dtype(), value_factor, work.value.data(), dim);
 }
 
 // |V| in float for the magnitude's SGEMM, its column sums, and the largest |K_j| (score_scale).
@@ -202,7 +217,9 @@ void widen_query_block(const AttentionProblem& problem, const AttentionTensors& 
   resize_for_overwrite(work.query, static_cast<std::size_t>(where.live_rows * dim));
   if (where.live_rows == 0) return;
   widen_rows(query_row(problem, tensors, where.batch, where.first_row, where.head),
-             problem.q_strides.seq, where.live_rows, dim, problem.dtype, work.query.data(), dim);
+             problem.q_strides.seq, where.live_rows, dim, problem.q_dtype(),
+             descale_at(tensors.q_descale, problem.kv_heads, where.batch, where.kv_head),
+             work.query.data(), dim);
 }
 
 // scale * |Q_i| * max_j |K_j| bounds every score of row i before soft-capping and ALiBi; the

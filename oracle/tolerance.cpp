@@ -13,9 +13,11 @@
 // accumulator of another dtype (unit roundoff u_a), rounded at most twice per k keys summed in fp32
 // (oracle/declared_numerics.h), has 2 gamma(k) + 2 gamma_a(2 ceil(Sk / k)) in place of 2 gamma(Sk).
 // dS_i = gamma(D + 2) * scale * |Q_i| max_j |K_j|, the fp32 error
-// bound of a score. The score term is exact rather than first order: exponents each off by at
-// most dS_i move a probability by a factor within exp(+-2 dS_i), so the first line's 2 dS_i is
-// (exp(2 dS_i) - 1)(1 + the rest), which is what keeps the bound an upper bound for large scores.
+// bound of a score (gamma(D + 4) when fp8 inputs' descale factors multiply the scale; V's factor
+// adds u32 A_id to the first line). The score term is exact rather than first order: exponents each
+// off by at most dS_i move a probability by a factor within exp(+-2 dS_i), so the first line's 2
+// dS_i is (exp(2 dS_i) - 1)(1 + the rest), which is what keeps the bound an upper bound for large
+// scores.
 #include "oracle/tolerance.h"
 
 #include <algorithm>
@@ -60,9 +62,16 @@ ToleranceTerms::ToleranceTerms(const AttentionProblem& problem, const DeclaredNu
     accumulation_spread =
         2.0 * gamma(seq_k, kFloat32UnitRoundoff) + (2.0 * seq_k + 10.0) * kFloat32UnitRoundoff;
   }
-  magnitude_factor_base = 2.0 * unit_roundoff + accumulation_spread;
+  // fp8 inputs' descale factors: Q's and K's multiply the score's scale (two fp32 roundings more
+  // of every score), V's the output before its rounding (one more, of |O| <= A).
+  const bool scores_descaled =
+      problem.descaled(problem.q_storage) || problem.descaled(problem.k_storage);
+  const bool output_descaled = problem.descaled(problem.v_storage);
+  magnitude_factor_base =
+      2.0 * unit_roundoff + accumulation_spread + (output_descaled ? kFloat32UnitRoundoff : 0.0);
   accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
-  score_gamma = gamma(static_cast<double>(problem.head_dim) + 2.0, kFloat32UnitRoundoff);
+  score_gamma = gamma(static_cast<double>(problem.head_dim) + (scores_descaled ? 4.0 : 2.0),
+                      kFloat32UnitRoundoff);
   softcap = problem.softcap;
   alibi = problem.alibi;
   seq_len_k = seq_k;
@@ -338,13 +347,16 @@ double allowed_error(const AttentionProblem& problem, const ReferenceAttention& 
 OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const AttentionTensors& inputs,
                                  const DeclaredNumerics& numerics)
     : problem_(problem), numerics_(numerics) {
-  const std::span<const float> widen = widening_table(problem.dtype);
+  // Each input's values: its patterns decoded, times its descale factor (fp8 inputs).
+  const std::span<const float> widen_q = widening_table(problem.q_dtype());
+  const std::span<const float> widen_k = widening_table(problem.k_dtype());
+  const std::span<const float> widen_v = widening_table(problem.v_dtype());
   const std::int64_t dim = problem.head_dim;
-  auto norm = [&](const std::uint16_t* row) {
+  auto norm = [&](const std::uint16_t* row, std::span<const float> widen, double factor) {
     double sum = 0.0;
     for (std::int64_t d = 0; d < dim; ++d)
       sum += static_cast<double>(widen[row[d]]) * widen[row[d]];
-    return std::sqrt(sum);
+    return std::sqrt(sum) * factor;
   };
   value_abs_max_.assign(static_cast<std::size_t>(problem.batch * problem.kv_heads * dim), 0.0);
   value_abs_sum_ = value_abs_max_;
@@ -352,12 +364,14 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv) {
       const std::int64_t slot = b * problem.kv_heads + kv;
+      const double key_factor = descale_at(inputs.k_descale, problem.kv_heads, b, kv);
+      const double value_factor = descale_at(inputs.v_descale, problem.kv_heads, b, kv);
       for (std::int64_t j = 0; j < problem.seq_len_k_of(b); ++j) {
         const std::uint16_t* k_row = key_row(problem, inputs, b, j, kv);
         const std::uint16_t* v_row = value_row(problem, inputs, b, j, kv);
-        max_key_norm[slot] = std::max(max_key_norm[slot], norm(k_row));
+        max_key_norm[slot] = std::max(max_key_norm[slot], norm(k_row, widen_k, key_factor));
         for (std::int64_t d = 0; d < dim; ++d) {
-          const double magnitude = std::fabs(widen[v_row[d]]);
+          const double magnitude = std::fabs(widen_v[v_row[d]] * value_factor);
           value_abs_max_[slot * dim + d] = std::max(value_abs_max_[slot * dim + d], magnitude);
           value_abs_sum_[slot * dim + d] += magnitude;
         }
@@ -369,11 +383,14 @@ OracleFreeBound::OracleFreeBound(const AttentionProblem& problem, const Attentio
   bias_scale_ = score_scale_;
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t h = 0; h < problem.heads; ++h) {
-      const double key_norm = max_key_norm[b * problem.kv_heads + h / problem.group_size()];
+      const std::int64_t kv = h / problem.group_size();
+      const double key_norm = max_key_norm[b * problem.kv_heads + kv];
+      const double query_factor = descale_at(inputs.q_descale, problem.kv_heads, b, kv);
       for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
         const std::uint16_t* q_row = query_row(problem, inputs, b, i, h);
         const std::int64_t row_index = (b * problem.heads + h) * problem.seq_len_q + i;
-        score_scale_[row_index] = problem.softmax_scale * norm(q_row) * key_norm;
+        score_scale_[row_index] =
+            problem.softmax_scale * norm(q_row, widen_q, query_factor) * key_norm;
         bias_scale_[row_index] = problem.largest_bias(b, h, i);
       }
     }

@@ -46,6 +46,10 @@ constexpr HeatmapPlace heatmap_place(CaseField field) {
     case CaseField::alibi:
     case CaseField::return_lse:
     case CaseField::backward:
+    case CaseField::q_storage:
+    case CaseField::k_storage:
+    case CaseField::v_storage:
+    case CaseField::descale:
       return HeatmapPlace::panel_axis;
   }
   return HeatmapPlace::unplaced;

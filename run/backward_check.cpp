@@ -30,7 +30,7 @@ std::vector<std::uint16_t> draw_grad_output(const AttentionProblem& problem,
                                             const AttentionCase& attention_case) {
   const AttentionInputs drawn =
       generate_inputs(problem, attention_case.data, attention_case.seed ^ kGradOutputSeed);
-  const AttentionTensors drawn_tensors{drawn.q.data(), drawn.k.data(), drawn.v.data(), nullptr};
+  const AttentionTensors drawn_tensors = input_tensors(drawn);
   std::vector<std::uint16_t> grad_output(static_cast<std::size_t>(o_span(problem)), 0);
   for (std::int64_t b = 0; b < problem.batch; ++b) {
     for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {

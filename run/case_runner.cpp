@@ -285,7 +285,7 @@ CaseEvidence run_case_on_host(const AttentionKernel& kernel, const AttentionProb
   timing.repeat_seconds = seconds_since(repeats_started);
 
   const auto oracle_started = std::chrono::steady_clock::now();
-  const AttentionTensors tensors{inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
+  const AttentionTensors tensors = input_tensors(inputs);
   const bool on_device = kernel.site() == ExecutionSite::cuda_device;
   // The cuBLAS oracle computes dense attention only: a case with a variant (varlen, paging,
   // windows, soft-capping, ALiBi, the log-sum-exp) is judged on the CPU, and its report says so.

@@ -82,6 +82,9 @@ KernelInputs KernelInputs::copy_of(const AttentionProblem& problem, const Attent
        problem.block_table.size());
   copy(copies.alibi_slopes, problem.alibi_slopes, "the input alibi_slopes",
        problem.alibi_slopes.size());
+  copy(copies.q_descale, inputs.q_descale, "the input q_descale", inputs.q_descale.size());
+  copy(copies.k_descale, inputs.k_descale, "the input k_descale", inputs.k_descale.size());
+  copy(copies.v_descale, inputs.v_descale, "the input v_descale", inputs.v_descale.size());
   return copies;
 }
 
@@ -94,6 +97,9 @@ AttentionTensors KernelInputs::bind(std::uint16_t* output, float* lse) const {
   bound.cu_seqlens_k = data_or_null(cu_seqlens_k);
   bound.block_table = data_or_null(block_table);
   bound.alibi_slopes = data_or_null(alibi_slopes);
+  bound.q_descale = data_or_null(q_descale);
+  bound.k_descale = data_or_null(k_descale);
+  bound.v_descale = data_or_null(v_descale);
   bound.lse = lse;
   return bound;
 }
@@ -106,13 +112,14 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
     std::span<const std::uint16_t> before;
     const FencedBuffer<std::uint16_t>& after;
     std::int64_t span;
-  } tensors[] = {{"Q", original.q, handed.q, q_span(problem)},
-                 {"K", original.k, handed.k, k_span(problem)},
-                 {"V", original.v, handed.v, v_span(problem)}};
+    Dtype dtype;
+  } tensors[] = {{"Q", original.q, handed.q, q_span(problem), problem.q_dtype()},
+                 {"K", original.k, handed.k, k_span(problem), problem.k_dtype()},
+                 {"V", original.v, handed.v, v_span(problem), problem.v_dtype()}};
   for (const auto& tensor : tensors) {
     if (const auto index = first_difference<std::uint16_t>(tensor.before, tensor.after)) {
       return tensor_change(tensor.name, *index, tensor.span, tensor.before[*index],
-                           tensor.after[*index], problem.dtype);
+                           tensor.after[*index], tensor.dtype);
     }
   }
   const struct {
@@ -127,9 +134,18 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
       return array_change(array.name, *index, array.before[*index], array.after[*index]);
     }
   }
-  if (const auto index = first_difference<float>(problem.alibi_slopes, handed.alibi_slopes)) {
-    return array_change("alibi_slopes", *index, problem.alibi_slopes[*index],
-                        handed.alibi_slopes[*index]);
+  const struct {
+    std::string_view name;
+    std::span<const float> before;
+    const FencedBuffer<float>& after;
+  } float_arrays[] = {{"alibi_slopes", problem.alibi_slopes, handed.alibi_slopes},
+                      {"q_descale", original.q_descale, handed.q_descale},
+                      {"k_descale", original.k_descale, handed.k_descale},
+                      {"v_descale", original.v_descale, handed.v_descale}};
+  for (const auto& array : float_arrays) {
+    if (const auto index = first_difference<float>(array.before, array.after)) {
+      return array_change(array.name, *index, array.before[*index], array.after[*index]);
+    }
   }
   // Past the guard tails, short of the fences: a write that skipped the tail.
   const struct {
@@ -141,7 +157,10 @@ std::optional<std::string> find_changed_input(const AttentionProblem& problem,
                 {"cu_seqlens_q", handed.cu_seqlens_q.first_changed_slack_byte()},
                 {"cu_seqlens_k", handed.cu_seqlens_k.first_changed_slack_byte()},
                 {"block_table", handed.block_table.first_changed_slack_byte()},
-                {"alibi_slopes", handed.alibi_slopes.first_changed_slack_byte()}};
+                {"alibi_slopes", handed.alibi_slopes.first_changed_slack_byte()},
+                {"q_descale", handed.q_descale.first_changed_slack_byte()},
+                {"k_descale", handed.k_descale.first_changed_slack_byte()},
+                {"v_descale", handed.v_descale.first_changed_slack_byte()}};
   for (const auto& slack : slacks) {
     if (slack.byte) {
       return "the kernel wrote outside its input " + std::string(slack.name) + ": byte " +

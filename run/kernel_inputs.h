@@ -23,12 +23,13 @@ struct KernelInputs {
   FencedBuffer<std::uint16_t> q, k, v;  // with their guard tails
   FencedBuffer<std::int32_t> cu_seqlens_q, cu_seqlens_k, block_table;
   FencedBuffer<float> alibi_slopes;
+  FencedBuffer<float> q_descale, k_descale, v_descale;  // empty where the tensor has none
 
-  // Copies of `inputs` and of `problem`'s index arrays.
+  // Copies of `inputs` (their descale factors included) and of `problem`'s index arrays.
   static KernelInputs copy_of(const AttentionProblem& problem, const AttentionInputs& inputs);
 
-  // Q, K, V, the output and the log-sum-exp buffer, with these copies' index arrays (null where the
-  // problem has none).
+  // Q, K, V, the output and the log-sum-exp buffer, with these copies' index arrays and descale
+  // factors (null where the problem has none).
   AttentionTensors bind(std::uint16_t* output, float* lse) const;
 };
 

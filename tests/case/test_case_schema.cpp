@@ -66,7 +66,11 @@ std::vector<double> shape_fields(const AttentionProblem& p) {
           static_cast<double>(p.varlen_k),
           static_cast<double>(p.total_q),
           static_cast<double>(p.total_k),
-          static_cast<double>(p.page_size)};
+          static_cast<double>(p.page_size),
+          static_cast<double>(p.q_storage),
+          static_cast<double>(p.k_storage),
+          static_cast<double>(p.v_storage),
+          static_cast<double>(p.descale)};
 }
 
 std::vector<std::int64_t> strides_of(const AttentionProblem& p) {
@@ -166,6 +170,15 @@ TEST_P(EachCaseField, ChangesExactlyWhatItsUseSays) {
       EXPECT_TRUE(same_inputs(inputs_of(changed), inputs_of(base))) << key;
       EXPECT_NE(changed.backward, base.backward);
       break;
+    case CaseFieldUse::storage:
+      // The problem says how its inputs are stored; no plugin ABI carries that yet, so it is a
+      // feature that no plugin can declare (kernels/plugin_kernel.cpp): plugins skip it.
+      EXPECT_TRUE(shape_changed) << key << " does not reach the problem (problem_of)";
+      EXPECT_FALSE(strides_changed || abi_changed) << key;
+      EXPECT_NE(
+          features_of(changed_problem) & static_cast<std::uint32_t>(ProblemFeature::fp8_inputs), 0u)
+          << key;
+      break;
   }
 }
 
@@ -225,7 +238,7 @@ TEST_P(EachCaseField, NeedsTheBinaryFormsSecondVersionExactlyWhenItIsAVariant) {
   const auto bytes = encode_case(with_alternative(key));
   ASSERT_TRUE(bytes);
   const bool variant = (use_of(key) == CaseFieldUse::problem && !kDenseProblemKeys.contains(key)) ||
-                       use_of(key) == CaseFieldUse::passes;
+                       use_of(key) == CaseFieldUse::passes || use_of(key) == CaseFieldUse::storage;
   EXPECT_EQ((*bytes)[3], variant ? kCaseEncodingVersionWithVariants : kCaseEncodingVersion) << key;
 }
 

@@ -635,7 +635,8 @@ TEST_F(
       ATTNFUZZ_HOST_CONTRACT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)  //
       ATTNFUZZ_CONTAINMENT_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)    //
       ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)    //
-      ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
+      ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)       //
+      ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_PLANT_NAME)
 #undef ATTNFUZZ_PLANT_NAME
   };
   const std::vector<std::string> algorithm_plants(std::begin(kAlgorithmPlants),
@@ -679,6 +680,19 @@ TEST_F(FuzzAttention, ABackwardCaseOnAKernelWithoutABackwardIsSkippedNamingWhy) 
           " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_PLUGIN)));
   EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("has no backward pass"));
+}
+
+TEST_F(FuzzAttention, Fp8CasesPassTheCorrectKernelAndAPluginSkipsThemNamingTheFeature) {
+  const std::string matrix = "--backend cpu --in-process --configs " +
+                             quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/fp8.json");
+  const RunResult correct = run(matrix);
+  EXPECT_EQ(correct.exit_code, 0) << correct.out << correct.err;
+  EXPECT_THAT(correct.out, Not(HasSubstr("SKIP")));
+  // No plugin ABI version carries fp8 inputs yet.
+  const RunResult plugin =
+      run(matrix + " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_PLUGIN)));
+  EXPECT_EQ(plugin.exit_code, 2) << plugin.out << plugin.err;
+  EXPECT_THAT(plugin.out, HasSubstr("does not support fp8 inputs (e4m3 or e5m2 Q, K or V"));
 }
 
 #if ATTNFUZZ_HAVE_CUDA
@@ -828,11 +842,22 @@ constexpr PlantedBug kVariantPlants[] = {
     PlantedBug::cu_seqlens_emptied,
 };
 
+// The plants of fp8 inputs, which only fp8.json's cases show.
+constexpr PlantedBug kFp8Plants[] = {
+#define ATTNFUZZ_PLANT_ID(id, effect, origin) PlantedBug::id,
+    ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_PLANT_ID)
+#undef ATTNFUZZ_PLANT_ID
+};
+
 std::string shipped_matrix_for(PlantedBug bug) {
   const bool variant = std::find(std::begin(kVariantPlants), std::end(kVariantPlants), bug) !=
                        std::end(kVariantPlants);
+  const bool fp8 =
+      std::find(std::begin(kFp8Plants), std::end(kFp8Plants), bug) != std::end(kFp8Plants);
   return std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/" +
-         (variant ? "variants.json" : "edges.json");
+         (fp8       ? "fp8.json"
+          : variant ? "variants.json"
+                    : "edges.json");
 }
 
 TEST_P(FuzzAttentionPlant, FailsItsShippedMatrixAndNamesTheFirstFailingElement) {

@@ -135,6 +135,18 @@ const ReachAxis kReachAxes[] = {
     {"alibi", [](const AttentionCase& c) { return std::string(c.alibi ? "on" : "off"); }},
     {"return_lse", [](const AttentionCase& c) { return std::string(c.return_lse ? "on" : "off"); }},
     {"backward", [](const AttentionCase& c) { return std::string(c.backward ? "on" : "off"); }},
+    {"Q's storage",
+     [](const AttentionCase& c) { return std::string(input_storage_name(c.q_storage)); }},
+    {"K's storage",
+     [](const AttentionCase& c) { return std::string(input_storage_name(c.k_storage)); }},
+    {"V's storage",
+     [](const AttentionCase& c) { return std::string(input_storage_name(c.v_storage)); }},
+    {"descale, with fp8 inputs",
+     [](const AttentionCase& c) {
+       const bool fp8 = c.q_storage != InputStorage::same || c.k_storage != InputStorage::same ||
+                        c.v_storage != InputStorage::same;
+       return std::string(fp8 ? descale_name(c.descale) : "no fp8 input");
+     }},
     {"past a grid y/z launch limit (65535 blocks)",
      [](const AttentionCase& c) {
        return std::string(c.seq_len_q > kMaxGridYZ         ? "query rows"

@@ -6,12 +6,14 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <map>
 
 #include "case/case_codec.h"
 #include "core/problem_features.h"
 #include "fuzz/case_generator.h"
+#include "kernels/flash_plant_rules.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
 #include "matrix/matrix_file.h"
@@ -704,6 +706,91 @@ RC_GTEST_PROP(CpuFlashPlants, ScalingQueryInPlaceIsAlwaysCaughtWithTheOutputJudg
   RC_ASSERT(!result.comparison.failed);
 }
 
+// ---- fp8 inputs ----
+
+// A small case of ordinary data with fp8 inputs: `k` and `v` stored as given (Q too when
+// `fp8_query`), descaled as drawn. Call only inside a property.
+AttentionCase fp8_inputs_case(InputStorage k, InputStorage v, bool fp8_query,
+                              std::vector<Descale> descales) {
+  AttentionCase attention_case = *small_case(
+      {.max_seq_len = 200, .distributions = {DataDistribution::normal}, .injections = false});
+  attention_case.q_storage =
+      fp8_query ? *rc::gen::element(InputStorage::e4m3, InputStorage::e5m2) : InputStorage::same;
+  attention_case.k_storage = k;
+  attention_case.v_storage = v;
+  attention_case.descale = *rc::gen::elementOf(descales);
+  return attention_case;
+}
+
+RC_GTEST_PROP(CpuFlashPlants, E5m2DecodedAsE4m3IsAlwaysCaughtWhereVIsE5m2, ()) {
+  // Observable: V's patterns read in the other format are other values (only zero reads alike).
+  const AttentionCase attention_case = fp8_inputs_case(
+      *rc::gen::element(InputStorage::same, InputStorage::e5m2), InputStorage::e5m2,
+      *rc::gen::arbitrary<bool>(), {Descale::none, Descale::per_tensor, Descale::per_kv_head});
+  const CaseResult result = run_case(attention_case, PlantedBug::fp8_e5m2_read_as_e4m3);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, KsDescaleFactorForVsIsAlwaysCaughtWhereTheyDiffer, ()) {
+  // large_scores keys (50 + 2.5 N) and normal values: K's factor is about 16 times V's, so the
+  // output is off by that factor.
+  AttentionCase attention_case =
+      fp8_inputs_case(InputStorage::e4m3, *rc::gen::element(InputStorage::e4m3, InputStorage::e5m2),
+                      false, {Descale::per_tensor, Descale::per_kv_head});
+  attention_case.data = DataDistribution::large_scores;
+  const CaseResult result = run_case(attention_case, PlantedBug::fp8_k_descale_for_v);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, DescaleFactorsAppliedTwiceAreAlwaysCaughtWhereScoresMatter, ()) {
+  // Q's and K's factors (about 4 / 448 each for normal data) applied twice flatten the softmax:
+  // observable wherever a row sees two keys or more.
+  AttentionCase attention_case = fp8_inputs_case(InputStorage::e4m3, InputStorage::same, true,
+                                                 {Descale::per_tensor, Descale::per_kv_head});
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_k >= 2);
+  const CaseResult result = run_case(attention_case, PlantedBug::fp8_descale_twice);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, DescaleFactorsByQueryHeadAreCaughtWhereTheyReadOtherFactors, ()) {
+  // Observable where a query head reads a factor of V (which scales its output) more than 5% from
+  // its own group's: grouped heads, factors per KV head.
+  AttentionCase attention_case =
+      fp8_inputs_case(InputStorage::e4m3, InputStorage::e4m3, false, {Descale::per_kv_head});
+  RC_PRE(attention_case.heads > attention_case.kv_heads && attention_case.kv_heads > 1);
+  const AttentionProblem problem = problem_of(attention_case);
+  const AttentionInputs inputs = generate_inputs(problem, attention_case.data, attention_case.seed);
+  bool differs = false;
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t h = 0; h < problem.heads; ++h) {
+      const std::int64_t kv = h / problem.group_size();
+      const float right = inputs.v_descale[static_cast<std::size_t>(b * problem.kv_heads + kv)];
+      const float read = inputs.v_descale[static_cast<std::size_t>(
+          descale_entry(problem, b, h, kv, PlantedBug::fp8_descale_by_query_head))];
+      differs = differs || std::fabs(read / right - 1.0f) > 0.05f;
+    }
+  }
+  RC_PRE(differs);
+  const CaseResult result = run_case(attention_case, PlantedBug::fp8_descale_by_query_head);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashPlants, ProbabilitiesRoundedToE4m3AreAlwaysCaughtWhereTheyOutgrowTheBound,
+              ()) {
+  // e4m3's 2^-4 on each probability against the output dtype's u: 128 times fp16's, which no row
+  // of up to 200 keys averages away; 16 times bf16's, which a lone row of many keys can (one query
+  // over 190 keys passed): bf16 rows of up to 32 keys.
+  AttentionCase attention_case =
+      fp8_inputs_case(InputStorage::e4m3, *rc::gen::element(InputStorage::e4m3, InputStorage::e5m2),
+                      *rc::gen::arbitrary<bool>(), {Descale::none, Descale::per_kv_head});
+  attention_case.causal = false;
+  RC_PRE(attention_case.seq_len_k >= 2);
+  RC_PRE(attention_case.dtype == Dtype::fp16 || attention_case.seq_len_k <= 32);
+  const CaseResult result = run_case(attention_case, PlantedBug::fp8_p_rounded_to_e4m3);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
 TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
   // Adding a plant to cpu_flash without a property that proves it is caught fails here. The
   // host kernel's contract plants are proven caught end to end, through the matrix, the property
@@ -736,7 +823,11 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
       PlantedBug::backward_rowsum_from_next_row, PlantedBug::backward_softcap_slope_forgotten,
       PlantedBug::backward_mask_not_applied, PlantedBug::backward_lse_log2,
       PlantedBug::backward_dk_unscaled, PlantedBug::backward_varlen_key_offset,
-      PlantedBug::backward_dq_last_key_tile_only};
+      PlantedBug::backward_dq_last_key_tile_only,
+      // fp8 inputs'
+      PlantedBug::fp8_k_descale_for_v, PlantedBug::fp8_descale_by_query_head,
+      PlantedBug::fp8_descale_twice, PlantedBug::fp8_e5m2_read_as_e4m3,
+      PlantedBug::fp8_p_rounded_to_e4m3};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
 }

@@ -529,8 +529,8 @@ TEST(MatrixFile, UnknownBuiltInMatrixIsAnError) {
 
 // Edges first: they are small and catch most bugs, so a failing PR run with --fail-fast stops in
 // seconds instead of after the seed's large cases. The variants come next, as small as the edges,
-// then the backward pass's cases (under a second in all on cpu_flash).
-TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenBackwardThenSeed27) {
+// then the backward pass's cases and the fp8 inputs' (under a second each on cpu_flash).
+TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenBackwardThenFp8ThenSeed27) {
   const CaseMatrix pr = load_built_in_matrix("pr.json");
   EXPECT_EQ(pr.name, "pr");
   EXPECT_EQ(pr.source, "built-in:pr.json");
@@ -538,13 +538,16 @@ TEST(MatrixFile, BuiltInPrIsEdgesThenVariantsThenBackwardThenSeed27) {
   const std::size_t edges = expected.size();
   const std::vector<AttentionCase> variants = load_built_in_matrix("variants.json").cases;
   for (const AttentionCase& c : variants) expected.push_back(c);
-  for (const AttentionCase& c : load_built_in_matrix("backward.json").cases) expected.push_back(c);
+  const std::vector<AttentionCase> backward = load_built_in_matrix("backward.json").cases;
+  for (const AttentionCase& c : backward) expected.push_back(c);
+  for (const AttentionCase& c : load_built_in_matrix("fp8.json").cases) expected.push_back(c);
   for (const AttentionCase& c : load_built_in_matrix("seed27.json").cases) expected.push_back(c);
   EXPECT_EQ(pr.cases.size(), expected.size());
   EXPECT_TRUE(same_cases(pr.cases, expected));
   EXPECT_EQ(pr.cases.front().id, "edges/0");
   EXPECT_EQ(pr.cases[edges].id, "variants/0");
   EXPECT_EQ(pr.cases[edges + variants.size()].id, "backward/0");
+  EXPECT_EQ(pr.cases[edges + variants.size() + backward.size()].id, "fp8/0");
   EXPECT_EQ(pr.cases.back().id.rfind("seed27/", 0), 0u);
 }
 

@@ -93,6 +93,8 @@ TEST(MatrixParseCheck, DictionaryNamesEveryValueOfTheGrammar) {
   for (const auto& info : kDataDistributions) names.emplace_back(info.name);
   for (const auto& layout : kLayoutNames) names.emplace_back(layout);
   for (const auto& info : kSpecialValues) names.emplace_back(info.name);
+  for (const auto& name : kInputStorageNames) names.emplace_back(name);
+  for (const auto& info : kDescales) names.emplace_back(info.name);
   for (const std::string& name : names) EXPECT_THAT(dictionary, HasSubstr(name)) << name;
   // Every key of a case, quoted: the schema's fields, shorthands and aliases (case/case_schema.h).
   const std::vector<std::string> keys = case_keys();

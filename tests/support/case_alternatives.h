@@ -58,6 +58,10 @@ inline const std::map<std::string, nlohmann::json>& alternative_values() {
       {"alibi", true},
       {"return_lse", true},
       {"backward", true},
+      {"q_dtype", "e4m3"},
+      {"k_dtype", "e5m2"},
+      {"v_dtype", "e4m3"},
+      {"descale", "per_kv_head"},
   };
   // clang-format on
   return values;
