@@ -130,8 +130,10 @@ constexpr std::size_t kWideBlockEnd = 50;
 constexpr unsigned kFlagAlibi = 1, kFlagReturnLse = 2, kFlagVarlenQ = 4, kFlagVarlenK = 8,
                    kFlagBackward = 16, kFlagFp8Inputs = 32;
 
-// The fp8 inputs' byte (after the sequence lengths, when kFlagFp8Inputs is set): two bits each
-// for Q's, K's and V's storage and the descale form, each wrapping (modulo 3).
+// The fp8 inputs' byte (the last byte, after the kernel name, when kFlagFp8Inputs is set): two
+// bits each for Q's, K's and V's storage and the descale form, each wrapping (modulo 3). Last, so
+// that an input of an earlier build whose mutated flags hold a stray 32 (the flag meant nothing
+// then) ends at its name and decodes as it did, and so that cutting the end drops it first.
 constexpr std::uint64_t kInputStorageCount = std::size(kInputStorageNames);
 constexpr std::uint64_t kDescaleCount = std::size(kDescales);
 bool has_fp8_fields(const AttentionCase& attention_case) {
@@ -190,9 +192,11 @@ std::optional<std::string> first_field_cut_off(std::span<const std::uint8_t> byt
       length_bytes * batch *
       (((flags & kFlagVarlenQ) != 0 ? 1 : 0) + ((flags & kFlagVarlenK) != 0 ? 1 : 0));
   if (bytes.size() < block_end + lengths) return std::string("sequence lengths");
-  const std::size_t fp8_bytes = (flags & kFlagFp8Inputs) != 0 ? 1 : 0;
-  if (bytes.size() < block_end + lengths + fp8_bytes) return std::string("fp8 inputs");
-  if (bytes.size() < block_end + lengths + fp8_bytes + 1) return std::string("kernel name length");
+  if (bytes.size() < block_end + lengths + 1) return std::string("kernel name length");
+  const std::size_t name_end = block_end + lengths + 1 + bytes[block_end + lengths];
+  if ((flags & kFlagFp8Inputs) != 0 && bytes.size() < name_end + 1) {
+    return std::string("fp8 inputs");
+  }
   return std::nullopt;
 }
 
@@ -296,16 +300,16 @@ std::optional<std::vector<std::uint8_t>> encode_case(const AttentionCase& attent
       out.put(static_cast<std::uint64_t>(length), length_bytes);
     for (const std::int64_t length : attention_case.seq_lens_k)
       out.put(static_cast<std::uint64_t>(length), length_bytes);
-    if (has_fp8_fields(attention_case)) {
-      out.put(static_cast<std::uint64_t>(attention_case.q_storage) |
-                  static_cast<std::uint64_t>(attention_case.k_storage) << 2 |
-                  static_cast<std::uint64_t>(attention_case.v_storage) << 4 |
-                  static_cast<std::uint64_t>(attention_case.descale) << 6,
-              1);
-    }
   }
   out.put(attention_case.kernel.size(), 1);
   for (char ch : attention_case.kernel) out.put(static_cast<std::uint8_t>(ch), 1);
+  if (has_fp8_fields(attention_case)) {
+    out.put(static_cast<std::uint64_t>(attention_case.q_storage) |
+                static_cast<std::uint64_t>(attention_case.k_storage) << 2 |
+                static_cast<std::uint64_t>(attention_case.v_storage) << 4 |
+                static_cast<std::uint64_t>(attention_case.descale) << 6,
+            1);
+  }
   return out.take();
 }
 
@@ -394,6 +398,7 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
     attention_case.softmax_scale = folded_scale(scale_bits, attention_case.head_dim);
     if (repaired != nullptr) *repaired = true;
   }
+  bool fp8_flag = false;
   if (version >= kCaseEncodingVersionWithVariants) {
     const std::uint64_t flags = in.get(1);
     attention_case.alibi = (flags & kFlagAlibi) != 0;
@@ -425,13 +430,7 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
             static_cast<std::int64_t>(in.get(length_bytes) % (attention_case.seq_len_k + 1)));
       }
     }
-    if ((flags & kFlagFp8Inputs) != 0) {
-      const std::uint64_t fp8 = in.get(1);
-      attention_case.q_storage = static_cast<InputStorage>((fp8 & 3u) % kInputStorageCount);
-      attention_case.k_storage = static_cast<InputStorage>((fp8 >> 2 & 3u) % kInputStorageCount);
-      attention_case.v_storage = static_cast<InputStorage>((fp8 >> 4 & 3u) % kInputStorageCount);
-      attention_case.descale = static_cast<Descale>((fp8 >> 6 & 3u) % kDescaleCount);
-    }
+    fp8_flag = (flags & kFlagFp8Inputs) != 0;
   }
   // A large page over a few keys: its pool is fitted under the cap as the work is.
   if (page_pool_elements(attention_case) > kCaseWorkCap) {
@@ -439,7 +438,17 @@ std::optional<AttentionCase> decode_fields(std::span<const std::uint8_t> bytes, 
     if (fitted != nullptr) *fitted = true;
   }
   const std::size_t name_length = in.get(1);
-  if (in.remaining() != name_length) {
+  // The fp8 byte after the name, when flagged and there (see kFlagFp8Inputs).
+  const bool fp8_byte = fp8_flag && in.remaining() == name_length + 1;
+  if (fp8_byte) {
+    const std::uint64_t fp8 = bytes.back();
+    attention_case.q_storage = static_cast<InputStorage>((fp8 & 3u) % kInputStorageCount);
+    attention_case.k_storage = static_cast<InputStorage>((fp8 >> 2 & 3u) % kInputStorageCount);
+    attention_case.v_storage = static_cast<InputStorage>((fp8 >> 4 & 3u) % kInputStorageCount);
+    attention_case.descale = static_cast<Descale>((fp8 >> 6 & 3u) % kDescaleCount);
+    bytes = bytes.first(bytes.size() - 1);
+  }
+  if (in.remaining() != name_length + (fp8_byte ? 1 : 0)) {
     if (!any_bytes) {
       return fail<AttentionCase>(why, std::to_string(in.remaining()) +
                                           " bytes follow the kernel name length " +

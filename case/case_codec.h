@@ -12,10 +12,11 @@
 //   variant flags u8 (1 alibi, 2 return_lse, 4 varlen q, 8 varlen k, 16 backward, 32 fp8 inputs) |
 //   page_size u16 |
 //   window_left+1 u16 | window_right+1 u16 | softcap*16 u16 |
-//   per-sequence query lengths u16 x batch (varlen q) | key lengths u16 x batch (varlen k) |
-//   fp8 inputs u8 (variant flag 32: two bits each for Q's, K's and V's storage, 0 the case's
-//   dtype, 1 e4m3, 2 e5m2, then the descale form, 0 none, 1 per tensor, 2 per KV head; 3 wraps)
-// each length wrapping into 0 .. seq_len.
+//   per-sequence query lengths u16 x batch (varlen q) | key lengths u16 x batch (varlen k)
+// each length wrapping into 0 .. seq_len; and, with variant flag 32, after the kernel name, the
+// last byte: fp8 inputs u8 (two bits each for Q's, K's and V's storage, 0 the case's dtype,
+// 1 e4m3, 2 e5m2, then the descale form, 0 none, 1 per tensor, 2 per KV head; 3 wraps). An input
+// flagged but ending at its name has none (as an earlier build's, whose flag 32 meant nothing).
 // Version 3 (a batch over 8 or seq_len_q over 16384: a shape past CUDA's grid limits) is version 2
 // with batch-1 u24 | seq_len_q-1 u24 after the softcap, which replace the narrow fields (written as
 // 0), and its sequence lengths u24 each.

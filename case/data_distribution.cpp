@@ -201,13 +201,16 @@ std::uint16_t large_bits(const AttentionProblem& problem, TensorRole role, std::
                                          : budget;
   // A partner stored as descaled fp8 (case/fp8_quantization.h) enters the kernel's fp32 dot
   // product as its patterns' values, up to the format's largest in each element, its factor
-  // applied after: that sum must stay below half of float's largest too.
+  // applied after: that sum must stay below half of float's largest too. (When the injected
+  // tensor is fp8 itself, its own patterns are at most the format's largest: no limit needed.)
+  const InputStorage own_storage =
+      role == TensorRole::query ? problem.q_storage : problem.k_storage;
   const InputStorage partner = role == TensorRole::query ? problem.k_storage : problem.q_storage;
-  if (problem.descaled(partner)) {
+  if (problem.descaled(partner) && own_storage == InputStorage::same) {
     const double stored_max = traits_of(storage_dtype(partner, problem.dtype)).max_finite;
     const double stored_row_norm = stored_max * std::sqrt(static_cast<double>(problem.head_dim));
-    limit = std::min(limit, (0.5 * kFloatMax - own.max_row_norm * stored_row_norm) /
-                                (in_one_row * stored_max));
+    limit = std::min(
+        limit, (0.5 * kFloatMax - own.max_row_norm * stored_row_norm) / (in_one_row * stored_max));
   }
   return round_down_to_dtype(std::min(std::max(limit, 1.0), budget), problem.dtype);
 }

@@ -3,7 +3,8 @@
 // fp8 format with descale factors, the way a framework quantizes activations or fills an fp8 KV
 // cache. Per group (the whole tensor, or one (batch, KV head); a query head belongs to its group's
 // KV head), the factor is d = amax / the format's largest finite value, so that each group's
-// largest element lands on the format's maximum and its small ones in the subnormals; each element
+// largest element (of the dense data a packed or paged case is drawn in) lands on the format's
+// maximum and its small ones in the subnormals; each element
 // becomes the saturating conversion of x / d (PTX's cvt.rn.satfinite). Without descale factors d is
 // 1 and values past the format's range saturate. The oracle reads each element as decode(x) * d,
 // exactly.

@@ -4,7 +4,8 @@
 // Kernels, the oracle and the harness all hold fp16/bf16 tensors as raw 16-bit patterns
 // (`std::uint16_t`), so nothing depends on a compiler's half-precision support; an fp8 pattern
 // (core/fp8.h) sits in the low byte of such a word. Conversions round to nearest, ties to even,
-// exactly as the hardware does (cvt.rn on the GPU).
+// exactly as the hardware does (cvt.rn on the GPU; for fp8 the hardware has only the saturating
+// conversion, float_to_dtype_saturating's).
 #pragma once
 
 #include <cmath>

@@ -177,6 +177,40 @@ TEST(CaseCodec, AShapePastTheGridLimitsIsWrittenInTheWideFormAndReadBackExactly)
   EXPECT_EQ(encoded(narrow)[3], kCaseEncodingVersion);
 }
 
+TEST(CaseCodec, Fp8InputsAreTheLastByteAndAnEarlierInputWithAStrayFlagDecodesAsItDid) {
+  AttentionCase fp8;
+  fp8.heads = 4;
+  fp8.kv_heads = 2;
+  fp8.seq_len_q = 3;
+  fp8.seq_len_k = 9;
+  fp8.kernel = "cpu_flash";
+  fp8.q_storage = InputStorage::e4m3;
+  fp8.k_storage = InputStorage::e5m2;
+  fp8.v_storage = InputStorage::e5m2;
+  fp8.descale = Descale::per_kv_head;
+  const std::vector<std::uint8_t> bytes = encoded(fp8);
+  EXPECT_EQ(bytes[3], kCaseEncodingVersionWithVariants);
+  EXPECT_EQ(bytes[35] & 32u, 32u);
+  EXPECT_EQ(bytes.back(), 1u | 2u << 2 | 2u << 4 | 2u << 6);
+  std::string why;
+  EXPECT_EQ(decode_case(bytes, &why), std::optional<AttentionCase>(without_id(fp8))) << why;
+  EXPECT_EQ(first_field_cut_off(bytes), std::nullopt);
+  // Cut before it: the fp8 inputs take their defaults, and a reader says which field was lost.
+  const std::span<const std::uint8_t> cut = std::span(bytes).first(bytes.size() - 1);
+  AttentionCase without_fp8 = without_id(fp8);
+  without_fp8.q_storage = without_fp8.k_storage = without_fp8.v_storage = InputStorage::same;
+  without_fp8.descale = Descale::none;
+  EXPECT_EQ(decode_case(cut, &why), std::optional<AttentionCase>(without_fp8)) << why;
+  EXPECT_EQ(first_field_cut_off(cut), "fp8 inputs");
+  // An earlier build's input with a kernel name, whose mutated flags hold 32 (meaningless then),
+  // ends at its name: it reads as it did.
+  AttentionCase earlier = without_fp8;
+  earlier.alibi = true;
+  std::vector<std::uint8_t> stray = encoded(earlier);
+  stray[35] |= 32u;
+  EXPECT_EQ(decode_case(stray, &why), std::optional<AttentionCase>(earlier)) << why;
+}
+
 TEST(CaseCodec, RejectsAWrongMagicAnOtherVersionAndAShortInput) {
   AttentionCase attention_case;
   std::vector<std::uint8_t> bytes = encoded(attention_case);
