@@ -15,7 +15,12 @@
 // judge its dense ones); drawn without paged K/V, which it does not run; cases its backward
 // declines (head dims it has no tiles for) are skipped.
 //
+// A kernel with other numerics is judged by what it declares: --plant NAME runs cpu_flash with a
+// planted bug that is such numerics (pv_fp16_accumulation, fp8_p_rounded_to_e4m3), --accumulation
+// and --probabilities declare them as fuzz_attention's flags do (oracle/declared_numerics.h).
+//
 //   bench_false_alarms [--cases N] [--first F] [--seed S] [--kernel NAME] [--jobs J] [--backward]
+//                      [--plant NAME] [--accumulation A[/KEYS]] [--probabilities P]
 // Case i is drawn from (S, i) alone: --first F runs cases F to F + N - 1 of the seed's stream, so
 // that a long run can be done in parts that together are the one run.
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
@@ -32,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +51,8 @@
 #include "kernels/cuda_launch_limits.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/planted_bug.h"
+#include "oracle/declared_numerics.h"
 #include "run/backward_check.h"
 
 namespace attnfuzz {
@@ -206,6 +214,7 @@ int main(int argc, char** argv) {
   RunSettings settings;
   settings.backend = Backend::cpu;
   bool backward = false;
+  std::string accumulation = "fp32", probabilities = "output";
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--backward") == 0) {
       backward = true;
@@ -217,8 +226,27 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[arg], "--seed") == 0) seed = std::strtoull(argv[arg + 1], nullptr, 10);
     if (std::strcmp(argv[arg], "--kernel") == 0) settings.kernel = argv[arg + 1];
     if (std::strcmp(argv[arg], "--jobs") == 0) jobs = std::max(1, std::atoi(argv[arg + 1]));
+    if (std::strcmp(argv[arg], "--plant") == 0) {
+      const std::optional<PlantedBug> plant = parse_planted_bug(argv[arg + 1]);
+      if (!plant) {
+        std::fprintf(stderr, "bench_false_alarms: --plant: unknown planted bug %s\n",
+                     argv[arg + 1]);
+        return 3;
+      }
+      settings.plant = *plant;
+    }
+    if (std::strcmp(argv[arg], "--accumulation") == 0) accumulation = argv[arg + 1];
+    if (std::strcmp(argv[arg], "--probabilities") == 0) probabilities = argv[arg + 1];
     ++arg;
   }
+  std::optional<DeclaredNumerics> numerics = parse_accumulation(accumulation);
+  if (numerics) numerics = parse_probabilities(probabilities, *numerics);
+  if (!numerics) {
+    std::fprintf(stderr, "bench_false_alarms: cannot read --accumulation %s --probabilities %s\n",
+                 accumulation.c_str(), probabilities.c_str());
+    return 3;
+  }
+  settings.numerics = *numerics;
   const AttentionKernel* backward_kernel = nullptr;
   if (backward) {
     backward_kernel = find_kernel(settings.kernel.empty() ? "cpu_flash" : settings.kernel);

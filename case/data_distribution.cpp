@@ -218,7 +218,9 @@ std::uint16_t large_bits(const AttentionProblem& problem, TensorRole role, std::
 // The pattern of one injected element; `negative` and `above` are fair coins of its draw.
 std::uint16_t special_bits(SpecialValue kind, Dtype dtype, std::uint16_t large, bool negative,
                            bool above) {
-  const std::uint16_t sign = negative ? 0x8000u : 0u;  // bit 15 in fp16 and bf16
+  // The top bit: 15 in fp16 and bf16, 7 in the fp8 formats.
+  const auto sign_bit = static_cast<std::uint16_t>(1u << (traits_of(dtype).width_bits - 1));
+  const std::uint16_t sign = negative ? sign_bit : 0u;
   switch (kind) {
     case SpecialValue::none:
       break;
@@ -227,11 +229,12 @@ std::uint16_t special_bits(SpecialValue kind, Dtype dtype, std::uint16_t large, 
     case SpecialValue::zero:
       return 0x0000u;
     case SpecialValue::negative_zero:
-      return 0x8000u;
+      return sign_bit;
     // The smallest subnormal (pattern 1): its products with other inputs are exact in fp32, or
     // (bf16) fall below fp32's own subnormals, an absolute error under 2^-149, far inside every
     // bound (the bound's eta terms cover outputs in the subnormal range). Catches kernels that
-    // decode subnormal inputs wrongly.
+    // decode subnormal inputs wrongly. An fp8 tensor gets its format's (written after the
+    // quantization, which would flush a 16-bit one to zero): at least 2^-16 times its factor.
     case SpecialValue::subnormal:
       return static_cast<std::uint16_t>(sign | 0x0001u);
     // See large_bits: as large as keeps every sum finite for a correct kernel.
@@ -247,12 +250,14 @@ std::uint16_t special_bits(SpecialValue kind, Dtype dtype, std::uint16_t large, 
   return 0;
 }
 
-// The elements the injection overwrites (none for none), `large` the pattern of its kind `large`.
+// The elements the injection overwrites (none for none), as patterns of `dtype`, `large` the
+// pattern of its kind `large`.
 // Positions: `count` distinct logical indices by Floyd's algorithm, one draw per step j in
 // [n - count, n) of the tensor's injection stream.
 std::vector<InjectedElement> injected_elements(const AttentionProblem& problem, std::uint64_t seed,
                                                const SpecialValueInjection& injection,
-                                               const TensorShape& shape, std::uint16_t large) {
+                                               const TensorShape& shape, Dtype dtype,
+                                               std::uint16_t large) {
   if (injection.value == SpecialValue::none || injection.count <= 0) return {};
   const std::int64_t n = shape.elements();
   const std::int64_t count = std::min(injection.count, n);
@@ -266,10 +271,9 @@ std::vector<InjectedElement> injected_elements(const AttentionProblem& problem, 
         j, static_cast<std::int64_t>(stream.uniform(step, 0) * static_cast<double>(j + 1)));
     if (chosen[static_cast<std::size_t>(position)]) position = j;
     chosen[static_cast<std::size_t>(position)] = true;
-    elements.push_back(
-        {shape.offset_of_logical(position),
-         special_bits(injection.value, problem.dtype, large, stream.uniform(step, 1) < 0.5,
-                      stream.uniform(step, 2) < 0.5)});
+    elements.push_back({shape.offset_of_logical(position),
+                        special_bits(injection.value, dtype, large, stream.uniform(step, 1) < 0.5,
+                                     stream.uniform(step, 2) < 0.5)});
   }
   return elements;
 }
@@ -281,7 +285,7 @@ bool depends_on_data(const SpecialValueInjection& injection) {
 
 // Overwrites the injection's elements (injected_elements).
 void inject(const AttentionProblem& problem, std::uint64_t seed,
-            const SpecialValueInjection& injection, const InputShapes& shapes,
+            const SpecialValueInjection& injection, const InputShapes& shapes, Dtype dtype,
             AttentionInputs& inputs) {
   if (injection.value == SpecialValue::none || injection.count <= 0) return;
   std::vector<std::uint16_t>* buffers[] = {&inputs.q, &inputs.k, &inputs.v};  // by TensorRole
@@ -299,7 +303,8 @@ void inject(const AttentionProblem& problem, std::uint64_t seed,
   } else if (injection.value == SpecialValue::large) {
     large = large_bits(problem, injection.tensor, count, {}, {});
   }
-  for (const InjectedElement& element : injected_elements(problem, seed, injection, shape, large)) {
+  for (const InjectedElement& element :
+       injected_elements(problem, seed, injection, shape, dtype, large)) {
     buffer[static_cast<std::size_t>(element.offset)] = element.bits;
   }
 }
@@ -456,8 +461,17 @@ AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
                                       const SpecialValueInjection& injection) {
   const InputShapes shapes(shape_problem);
   AttentionInputs inputs = draw_inputs(problem, distribution, seed, shapes);
-  inject(problem, seed, injection, shapes, inputs);
+  // Every kind is injected into the drawn data before the quantization (a large value then makes
+  // the group's factor, and most of the group subnormal), but the subnormals of an fp8 tensor,
+  // which are its format's, written over the quantized patterns.
+  const Dtype injected_dtype = injection.tensor == TensorRole::query ? problem.q_dtype()
+                               : injection.tensor == TensorRole::key ? problem.k_dtype()
+                                                                     : problem.v_dtype();
+  const bool after_quantization =
+      injection.value == SpecialValue::subnormal && is_fp8(injected_dtype);
+  if (!after_quantization) inject(problem, seed, injection, shapes, problem.dtype, inputs);
   quantize_fp8_tensors(problem, shapes, inputs);
+  if (after_quantization) inject(problem, seed, injection, shapes, injected_dtype, inputs);
   return inputs;
 }
 
@@ -492,7 +506,7 @@ std::optional<std::vector<InjectedElement>> data_independent_injection(
                                   ? large_bits(problem, injection.tensor,
                                                std::min(injection.count, shape.elements()), {}, {})
                                   : std::uint16_t{0};
-  return injected_elements(problem, seed, injection, shape, large);
+  return injected_elements(problem, seed, injection, shape, problem.dtype, large);
 }
 
 AttentionTensors input_tensors(const AttentionInputs& inputs) {
@@ -503,6 +517,9 @@ AttentionTensors input_tensors(const AttentionInputs& inputs) {
   tensors.q_descale = data_or_null(inputs.q_descale);
   tensors.k_descale = data_or_null(inputs.k_descale);
   tensors.v_descale = data_or_null(inputs.v_descale);
+  tensors.q_elements = inputs.q.size();
+  tensors.k_elements = inputs.k.size();
+  tensors.v_elements = inputs.v.size();
   return tensors;
 }
 

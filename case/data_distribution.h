@@ -51,12 +51,12 @@ inline std::string_view distribution_name(DataDistribution distribution) {
 // case's seed: the hostile values that distributions alone rarely produce. Each kind is chosen so
 // that a correct kernel with fp32 accumulation stays within the tolerance (see the .cpp).
 // X(id, what it injects)
-#define ATTNFUZZ_SPECIAL_VALUES(X)                                            \
-  X(none, "nothing")                                                          \
-  X(zero, "+0")                                                               \
-  X(negative_zero, "-0")                                                      \
-  X(subnormal, "the dtype's smallest subnormals, either sign")                \
-  X(large, "the largest magnitude that keeps every score and P V sum finite") \
+#define ATTNFUZZ_SPECIAL_VALUES(X)                                                        \
+  X(none, "nothing")                                                                      \
+  X(zero, "+0")                                                                           \
+  X(negative_zero, "-0")                                                                  \
+  X(subnormal, "the dtype's (an fp8 tensor's format's) smallest subnormals, either sign") \
+  X(large, "the largest magnitude that keeps every score and P V sum finite")             \
   X(one_ulp, "values one ulp away from 1")
 
 enum class SpecialValue : std::uint8_t {

@@ -39,12 +39,25 @@ namespace {
 RunReport start_report(const CaseMatrix& matrix, const RunSettings& settings) {
   RunReport report;
   report.environment = describe_environment(backend_name(settings.backend));
-  if (settings.numerics.declared()) {
+  const DeclaredNumerics& numerics = settings.numerics;
+  const struct {
+    bool declared;
+    const char* key;
+    std::string value;
+  } declarations[] = {
+      {numerics.accumulation_declared(), "declared_accumulation",
+       accumulation_name(numerics) +
+           " for P V and the row sum (--accumulation): the bias test is off"},
+      {numerics.probabilities_declared(), "declared_probabilities",
+       probabilities_name(numerics) +
+           " for P before P V (--probabilities): the bias test is off where P is coarser than the "
+           "output"}};
+  for (const auto& declaration : declarations) {
+    if (!declaration.declared) continue;
     report.environment.numerics.emplace_back(
-        "declared_accumulation",
-        accumulation_name(settings.numerics) +
-            " for P V and the row sum (--accumulation): the bounds and the plain reference follow "
-            "it, the bias test is off (docs/tolerance.md, Declared numerics)");
+        declaration.key, declaration.value +
+                             "; the bounds and the plain reference follow it (docs/tolerance.md, "
+                             "Declared numerics)");
   }
   report.summary.matrix_name = matrix.name;
   report.summary.matrix_source = matrix.source;

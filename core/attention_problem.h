@@ -10,6 +10,7 @@
 // that sees no key at all produces 0.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -314,6 +315,9 @@ struct AttentionTensors {
   const float* q_descale = nullptr;
   const float* k_descale = nullptr;
   const float* v_descale = nullptr;
+  // Elements each input's buffer holds from its pointer, guard tail included (0: not known): what
+  // a kernel that hands an input on in another form (a plugin's byte-packed fp8 copy) copies.
+  std::size_t q_elements = 0, k_elements = 0, v_elements = 0;
 };
 
 // The backward pass's own tensors, beside an AttentionTensors whose q, k, v, the forward's o and

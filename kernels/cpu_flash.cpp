@@ -49,6 +49,28 @@
 namespace attnfuzz {
 namespace {
 
+// The table Q, K or V of `dtype` is widened through: the dtype's (or the one decoded_as names), or,
+// with fp8_subnormals_as_normals, one that reads each fp8 pattern as fp8_pattern_read_as does.
+std::span<const float> input_table(Dtype dtype, PlantedBug plant) {
+  const std::span<const float> table = widening_table(decoded_as(dtype, plant));
+  if (plant != PlantedBug::fp8_subnormals_as_normals || !is_fp8(dtype)) return table;
+  static const std::array<std::vector<float>, std::size(kDtypeTraits)> misread = [] {
+    std::array<std::vector<float>, std::size(kDtypeTraits)> built;
+    for (const DtypeTraits& traits : kDtypeTraits) {
+      if (!is_fp8(traits.dtype)) continue;
+      const std::span<const float> widen = widening_table(traits.dtype);
+      std::vector<float>& read = built[static_cast<std::size_t>(traits.dtype)];
+      read.assign(widen.begin(), widen.end());
+      for (std::uint16_t bits = 0; bits < 256; ++bits) {
+        read[bits] =
+            widen[fp8_pattern_read_as(bits, traits.dtype, PlantedBug::fp8_subnormals_as_normals)];
+      }
+    }
+    return built;
+  }();
+  return misread[static_cast<std::size_t>(dtype)];
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ATTNFUZZ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 // Stages of a cloned kernel are inlined into each clone, so that their loops are vectorised for
@@ -585,9 +607,9 @@ class CpuFlashKernel final : public AttentionKernel {
                          tensors,
                          plant,
                          tiles,
-                         widening_table(decoded_as(problem.q_dtype(), plant)),
-                         widening_table(decoded_as(problem.k_dtype(), plant)),
-                         widening_table(decoded_as(problem.v_dtype(), plant)),
+                         input_table(problem.q_dtype(), plant),
+                         input_table(problem.k_dtype(), plant),
+                         input_table(problem.v_dtype(), plant),
                          flaky ? tensors.o + last_output_element(problem) : nullptr,
                          kv_split_plan(problem.seq_len_q, problem.seq_len_k, tiles)};
     const std::int64_t query_tiles = query_tile_count(problem.seq_len_q, call.tiles.block_m, plant);

@@ -479,6 +479,23 @@ ATTNFUZZ_HOST_DEVICE inline Dtype decoded_as(Dtype dtype, PlantedBug plant) {
   return plant == PlantedBug::fp8_e5m2_read_as_e4m3 && dtype == Dtype::e5m2 ? Dtype::e4m3 : dtype;
 }
 
+// The fp8 pattern `bits` of `dtype` as it is read: with fp8_subnormals_as_normals, a subnormal
+// (exponent field 0) as if its exponent field were 1, i.e. with the implicit leading one:
+// (1 + m) 2^(1 - bias) for m 2^(1 - bias). Zeros and every other pattern read as they are.
+ATTNFUZZ_HOST_DEVICE inline std::uint16_t fp8_pattern_read_as(std::uint16_t bits, Dtype dtype,
+                                                              PlantedBug plant) {
+  if (plant != PlantedBug::fp8_subnormals_as_normals ||
+      (dtype != Dtype::e4m3 && dtype != Dtype::e5m2)) {
+    return bits;
+  }
+  const Fp8Format format = dtype == Dtype::e4m3 ? e4m3_format() : e5m2_format();
+  const std::uint16_t fraction_mask = static_cast<std::uint16_t>((1u << format.mantissa_bits) - 1);
+  const std::uint16_t exponent_mask =
+      static_cast<std::uint16_t>(((1u << format.exponent_bits) - 1) << format.mantissa_bits);
+  const bool subnormal = (bits & exponent_mask) == 0 && (bits & fraction_mask) != 0;
+  return subnormal ? static_cast<std::uint16_t>(bits | (1u << format.mantissa_bits)) : bits;
+}
+
 // The entry of a (batch, KV head) descale array that query head `head` reads: its KV head's, or,
 // with fp8_descale_by_query_head, the entry its own index names (wrapping past the array's end).
 ATTNFUZZ_HOST_DEVICE inline std::int64_t descale_entry(const ProblemShape& problem,

@@ -204,7 +204,9 @@ namespace attnfuzz {
     "one fp8 decode path for both formats: the format flag ignored")                             \
   X(fp8_p_rounded_to_e4m3,                                                                       \
     "rounds P to e4m3 before P V when V is fp8, where P in the output dtype was declared",       \
-    "FlashAttention 3's fp8 P V MMA taken for a kernel that promised 16-bit probabilities")
+    "FlashAttention 3's fp8 P V MMA taken for a kernel that promised 16-bit probabilities")      \
+  X(fp8_subnormals_as_normals, "decodes fp8 subnormals with the implicit leading one",           \
+    "a hand-written fp8 decoder that adds the hidden bit whatever the exponent field")
 
 #define ATTNFUZZ_PLANTED_BUGS(X)         \
   ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \

@@ -3,11 +3,14 @@
 
 #include <dlfcn.h>
 
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/fenced_buffer.h"
 #include "core/problem_features.h"
 #include "core/text.h"
 #include "kernels/kernel_registry.h"
@@ -17,6 +20,22 @@
 #endif
 
 namespace attnfuzz {
+
+// The ABI's dtype codes are the dtype table's rows (core/dtype.h), and its descale codes the
+// Descale rows (core/fp8_inputs.h).
+static_assert(ATTNFUZZ_DTYPE_FP16 == static_cast<int>(Dtype::fp16) &&
+              ATTNFUZZ_DTYPE_BF16 == static_cast<int>(Dtype::bf16) &&
+              ATTNFUZZ_DTYPE_E4M3 == static_cast<int>(Dtype::e4m3) &&
+              ATTNFUZZ_DTYPE_E5M2 == static_cast<int>(Dtype::e5m2));
+static_assert(ATTNFUZZ_DESCALE_NONE == static_cast<int>(Descale::none) &&
+              ATTNFUZZ_DESCALE_PER_TENSOR == static_cast<int>(Descale::per_tensor) &&
+              ATTNFUZZ_DESCALE_PER_KV_HEAD == static_cast<int>(Descale::per_kv_head));
+
+namespace {
+std::int32_t abi_dtype_of(Dtype dtype) {
+  return static_cast<std::int32_t>(dtype);
+}
+}  // namespace
 
 attnfuzz_problem abi_problem_of(const AttentionProblem& problem) {
   const auto strides = [](const TensorStrides& s) {
@@ -29,7 +48,7 @@ attnfuzz_problem abi_problem_of(const AttentionProblem& problem) {
   abi.seq_len_q = problem.seq_len_q;
   abi.seq_len_k = problem.seq_len_k;
   abi.head_dim = problem.head_dim;
-  abi.dtype = problem.dtype == Dtype::fp16 ? ATTNFUZZ_DTYPE_FP16 : ATTNFUZZ_DTYPE_BF16;
+  abi.dtype = abi_dtype_of(problem.dtype);
   abi.causal = problem.causal ? 1 : 0;
   abi.softmax_scale = problem.softmax_scale;
   abi.q_strides = strides(problem.q_strides);
@@ -58,6 +77,16 @@ attnfuzz_problem_v2 abi_problem_v2_of(const AttentionProblem& problem) {
   return abi;
 }
 
+attnfuzz_problem_v4 abi_problem_v4_of(const AttentionProblem& problem) {
+  attnfuzz_problem_v4 abi{};
+  abi.v2 = abi_problem_v2_of(problem);
+  abi.q_dtype = abi_dtype_of(problem.q_dtype());
+  abi.k_dtype = abi_dtype_of(problem.k_dtype());
+  abi.v_dtype = abi_dtype_of(problem.v_dtype());
+  abi.descale = static_cast<std::int32_t>(problem.descale);
+  return abi;
+}
+
 // The ABI's feature bits are the harness's own (core/problem_features.h).
 static_assert(ATTNFUZZ_FEATURE_VARLEN == static_cast<std::uint32_t>(ProblemFeature::varlen));
 static_assert(ATTNFUZZ_FEATURE_PAGED_KV == static_cast<std::uint32_t>(ProblemFeature::paged_kv));
@@ -67,6 +96,8 @@ static_assert(ATTNFUZZ_FEATURE_SOFTCAP == static_cast<std::uint32_t>(ProblemFeat
 static_assert(ATTNFUZZ_FEATURE_ALIBI == static_cast<std::uint32_t>(ProblemFeature::alibi));
 static_assert(ATTNFUZZ_FEATURE_RETURN_LSE ==
               static_cast<std::uint32_t>(ProblemFeature::return_lse));
+static_assert(ATTNFUZZ_FEATURE_FP8_INPUTS ==
+              static_cast<std::uint32_t>(ProblemFeature::fp8_inputs));
 // Version 3's bits say what the backward is, beside the variants'.
 static_assert(((ATTNFUZZ_FEATURE_BACKWARD | ATTNFUZZ_FEATURE_NONDETERMINISTIC_BACKWARD) &
                kAllProblemFeatures) == 0);
@@ -97,6 +128,39 @@ struct MessageBuffer {
   }
 };
 
+// An fp8 input as the ABI hands it: one byte per element, where the harness keeps each pattern in
+// the low byte of a 16-bit word. The copy spans the harness's whole buffer, guard tail included,
+// between fences (core/fenced_buffer.h), so a read past it faults naming the input; a write into
+// it is found after the call and fails the call naming the element.
+class BytePackedInput {
+ public:
+  BytePackedInput(const std::uint16_t* words, std::size_t count, std::int64_t span,
+                  std::string_view name)
+      : words_(words), bytes_(count, 0), name_(name) {
+    for (std::size_t i = 0; i < count; ++i) bytes_.data()[i] = static_cast<std::uint8_t>(words[i]);
+    bytes_.label(name_, 0, static_cast<std::size_t>(span));
+  }
+  const std::uint16_t* pointer() const {
+    return reinterpret_cast<const std::uint16_t*>(bytes_.data());
+  }
+  // What the plugin changed in it, or nothing.
+  std::optional<std::string> change() const {
+    for (std::size_t i = 0; i < bytes_.size(); ++i) {
+      const std::uint8_t before = static_cast<std::uint8_t>(words_[i]);
+      if (bytes_.data()[i] != before) {
+        return "the plugin changed " + name_ + ", byte " + std::to_string(i) + " (from " +
+               std::to_string(before) + " to " + std::to_string(bytes_.data()[i]) + ")";
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const std::uint16_t* words_;
+  FencedBuffer<std::uint8_t> bytes_;
+  std::string name_;
+};
+
 struct PluginSymbols {
   decltype(&attnfuzz_plugin_abi_version) abi_version;
   decltype(&attnfuzz_plugin_name) name;
@@ -114,10 +178,11 @@ struct PluginSymbols {
 
 class PluginKernel final : public AttentionKernel {
  public:
-  PluginKernel(std::filesystem::path path, void* handle, PluginSymbols symbols,
+  PluginKernel(std::filesystem::path path, void* handle, PluginSymbols symbols, int version,
                std::uint32_t features, std::string name, ExecutionSite site)
       : path_(std::move(path)),
         handle_(handle),
+        version_(version),
         features_(features),
         symbols_(symbols),
         name_(std::move(name)),
@@ -141,9 +206,19 @@ class PluginKernel final : public AttentionKernel {
                                                : ": it exports no attnfuzz_plugin_features() "
                                                  "(plugin ABI version 2)"));
     }
+    if (problem.fp8_inputs() && site_ == ExecutionSite::cuda_device) {
+      return SupportVerdict::no(
+          name_ +
+          " (plugin): fp8 inputs reach plugins on the host only so far (their "
+          "byte-packed tensors and descale factors are not staged to the "
+          "CUDA device yet)");
+    }
     MessageBuffer reason;
     int supported = 0;
-    if (symbols_.supports_v2 != nullptr) {
+    if (symbols_.supports_v2 != nullptr && version_ >= 4) {
+      const attnfuzz_problem_v4 abi = abi_problem_v4_of(problem);
+      supported = symbols_.supports_v2(&abi.v2, reason.text.data(), reason.text.size());
+    } else if (symbols_.supports_v2 != nullptr) {
       const attnfuzz_problem_v2 abi = abi_problem_v2_of(problem);
       supported = symbols_.supports_v2(&abi, reason.text.data(), reason.text.size());
     } else {
@@ -205,6 +280,10 @@ class PluginKernel final : public AttentionKernel {
     const attnfuzz_tensors abi_tensors{tensors.q, tensors.k, tensors.v, tensors.o, nullptr};
     MessageBuffer error;
     int status = ATTNFUZZ_STATUS_ERROR;
+    if (symbols_.forward_v2 != nullptr && version_ >= 4) {
+      forward_v4(problem, tensors);
+      return;
+    }
     if (symbols_.forward_v2 != nullptr) {
       const attnfuzz_problem_v2 abi = abi_problem_v2_of(problem);
       const attnfuzz_tensors_v2 abi_tensors_v2 = abi_tensors_of(tensors);
@@ -217,6 +296,45 @@ class PluginKernel final : public AttentionKernel {
   }
 
  private:
+  // A version 4 plugin's forward: its problem and tensors, fp8 inputs handed as bytes.
+  void forward_v4(const AttentionProblem& problem, const AttentionTensors& tensors) const {
+    const attnfuzz_problem_v4 abi = abi_problem_v4_of(problem);
+    attnfuzz_tensors_v4 abi_tensors{abi_tensors_of(tensors), tensors.q_descale, tensors.k_descale,
+                                    tensors.v_descale};
+    std::optional<BytePackedInput> packed[3];
+    const struct {
+      Dtype dtype;
+      const std::uint16_t* words;
+      std::size_t count;
+      std::int64_t span;
+      const char* name;
+      const std::uint16_t** handed;
+    } inputs[] = {{problem.q_dtype(), tensors.q, tensors.q_elements, q_span(problem), "the input Q",
+                   &abi_tensors.v2.base.q},
+                  {problem.k_dtype(), tensors.k, tensors.k_elements, k_span(problem), "the input K",
+                   &abi_tensors.v2.base.k},
+                  {problem.v_dtype(), tensors.v, tensors.v_elements, v_span(problem), "the input V",
+                   &abi_tensors.v2.base.v}};
+    for (std::size_t i = 0; i < std::size(inputs); ++i) {
+      if (!is_fp8(inputs[i].dtype)) continue;
+      if (site_ != ExecutionSite::host || inputs[i].count == 0) {
+        throw std::logic_error(std::string(inputs[i].name) +
+                               " is fp8 but cannot be byte-packed here (a device site, or a "
+                               "buffer of unknown size)");
+      }
+      packed[i].emplace(inputs[i].words, inputs[i].count, inputs[i].span, inputs[i].name);
+      *inputs[i].handed = packed[i]->pointer();
+    }
+    MessageBuffer error;
+    const int status =
+        symbols_.forward_v2(&abi.v2, &abi_tensors.v2, error.text.data(), error.text.size());
+    throw_unless_ok(status, error);
+    for (const std::optional<BytePackedInput>& input : packed) {
+      if (!input) continue;
+      if (std::optional<std::string> change = input->change()) throw std::runtime_error(*change);
+    }
+  }
+
   static attnfuzz_tensors_v2 abi_tensors_of(const AttentionTensors& tensors) {
     return {{tensors.q, tensors.k, tensors.v, tensors.o, nullptr},
             tensors.cu_seqlens_q,
@@ -241,6 +359,7 @@ class PluginKernel final : public AttentionKernel {
 
   std::filesystem::path path_;
   void* handle_;
+  int version_;  // the ABI version the plugin was built for
   // What attnfuzz_plugin_features() said on loading, less the bits of versions after the one the
   // plugin was built for; 0 without version 2's functions.
   std::uint32_t features_;
@@ -330,9 +449,9 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
         "and attnfuzz_plugin_forward_v2: all three or none");
   }
   std::uint32_t features = symbols.features != nullptr ? symbols.features() : 0;
-  // No version of the ABI hands a plugin fp8 inputs yet (it has no dtype codes or descale
-  // pointers for them): whatever bit 256 says, fp8 cases skip, naming the feature.
-  features &= ~static_cast<std::uint32_t>(ProblemFeature::fp8_inputs);
+  // Versions before 4 have no dtype codes or descale pointers for fp8 inputs: whatever their bit
+  // 256 says, fp8 cases skip, naming the feature.
+  if (version < 4) features &= ~static_cast<std::uint32_t>(ProblemFeature::fp8_inputs);
   if (version < 3) {
     // Built before the backward: its bits and symbols mean nothing (and a version 2 plugin whose
     // features() set bits past the variants' loads as it did).
@@ -379,7 +498,7 @@ const AttentionKernel& load_plugin_kernel(const std::filesystem::path& path,
          " (ATTNFUZZ_SITE_HOST is 0, ATTNFUZZ_SITE_CUDA_DEVICE is 1)");
   }
   auto kernel = std::make_unique<PluginKernel>(
-      path, handle, symbols, features, registered,
+      path, handle, symbols, version, features, registered,
       site == ATTNFUZZ_SITE_HOST ? ExecutionSite::host : ExecutionSite::cuda_device);
   return add_kernel(std::move(kernel));
 }

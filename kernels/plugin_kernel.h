@@ -29,5 +29,7 @@ attnfuzz_problem abi_problem_of(const AttentionProblem& problem);
 attnfuzz_problem_v2 abi_problem_v2_of(const AttentionProblem& problem);
 attnfuzz_backward_problem abi_backward_problem_of(const AttentionProblem& problem,
                                                   bool deterministic);
+// Version 4: each input's storage dtype and the descale form.
+attnfuzz_problem_v4 abi_problem_v4_of(const AttentionProblem& problem);
 
 }  // namespace attnfuzz

@@ -103,6 +103,9 @@ namespace attnfuzz {
     "such shapes demand equal bits")                                                               \
   X(SHARED_OPTION, std::string, accumulation, "--accumulation", "fp32",                            \
     "The kernel's P.V accumulator, declared: dtype (input: the case's), /KEYS per rounding")       \
+  X(SHARED_OPTION, std::string, probabilities, "--probabilities", "output",                        \
+    "The dtype the kernel rounds P to before P.V, declared: output, v (V's storage dtype), a "     \
+    "dtype")                                                                                       \
   X(OPTION, std::string, stream, "--stream", "",                                                   \
     "Append each case's result to this JSON Lines file the moment it finishes (synced to disk)")   \
   X(OPTION, std::string, resume, "--resume", "",                                                   \

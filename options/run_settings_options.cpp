@@ -40,9 +40,12 @@ std::vector<FlagChoices> flag_choices() {
     accumulations += "," + std::string(traits.name) + "[/KEYS]";
   }
   accumulations += ",input[/KEYS]";
+  std::string probabilities = "{output,v";
+  for (const DtypeTraits& traits : kDtypeTraits) probabilities += "," + std::string(traits.name);
   return {{"--backend", choices_of(kBackends, backend_name)},
           {"--oracle", choices_of(kOracles, oracle_choice_name)},
-          {"--accumulation", accumulations + "}"}};
+          {"--accumulation", accumulations + "}"},
+          {"--probabilities", probabilities + "}"}};
 }
 
 DeclaredNumerics parse_declared_accumulation(std::string_view name) {
@@ -54,6 +57,21 @@ DeclaredNumerics parse_declared_accumulation(std::string_view name) {
         std::to_string(kMaxKeysPerRounding) + "), got '" + std::string(name) + "'");
   }
   return *numerics;
+}
+
+DeclaredNumerics parse_declared_probabilities(std::string_view name, DeclaredNumerics numerics) {
+  const std::optional<DeclaredNumerics> declared = parse_probabilities(name, numerics);
+  if (!declared) {
+    std::string dtypes;
+    for (const DtypeTraits& traits : kDtypeTraits) {
+      dtypes += (dtypes.empty() ? "" : ", ") + std::string(traits.name);
+    }
+    throw HarnessError(
+        "--probabilities: expected output (P rounded to the output dtype), v (to V's storage "
+        "dtype) or a dtype (" +
+        dtypes + "), got '" + std::string(name) + "'");
+  }
+  return *declared;
 }
 
 Backend parse_backend(std::string_view name) {
@@ -202,7 +220,8 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   settings.allow_nondeterminism = options.allow_nondeterminism;
   settings.host_verification = options.host_verification;
   settings.shape_independent_arithmetic = options.shape_independent_arithmetic;
-  settings.numerics = parse_declared_accumulation(options.accumulation);
+  settings.numerics = parse_declared_probabilities(
+      options.probabilities, parse_declared_accumulation(options.accumulation));
   settings.bench = bench_settings_of(options);
   if (!options.against_lib.empty() || !options.against_kernel.empty() ||
       !options.against_plant.empty()) {

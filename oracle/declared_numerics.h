@@ -2,8 +2,9 @@
 // What a kernel declares it does differently from the locked numerics, so that it is judged by its
 // own: the dtype its P·V accumulator and row sum are kept in, when not fp32, and how many keys it
 // sums in fp32 between two roundings of that accumulator (fuzz_attention --accumulation fp16,
-// fp16/64, input/16). Every bound follows from it (docs/tolerance.md, "Declared numerics"); nothing
-// is loosened by hand.
+// fp16/64, input/16); and the dtype it rounds P to before P·V, when not the output's
+// (--probabilities e4m3, or v: V's storage dtype, as FlashAttention 3's fp8 path). Every bound
+// follows from it (docs/tolerance.md, "Declared numerics"); nothing is loosened by hand.
 #pragma once
 
 #include <charconv>
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/attention_problem.h"
 #include "core/dtype.h"
 
 namespace attnfuzz {
@@ -25,8 +27,18 @@ struct DeclaredNumerics {
   // With an accumulation dtype: the accumulator is rounded at most twice (an addition, a rescale)
   // per this many keys, summed in fp32 in between (an MMA's k, a tile); 1: every addition.
   std::int64_t keys_per_rounding = 1;
+  std::optional<Dtype> probabilities;       // nullopt: P in the output dtype (unless follows_value)
+  bool probabilities_follow_value = false;  // "v": P in V's storage dtype
 
-  bool declared() const { return follows_input || accumulation.has_value(); }
+  bool accumulation_declared() const { return follows_input || accumulation.has_value(); }
+  bool probabilities_declared() const {
+    return probabilities_follow_value || probabilities.has_value();
+  }
+  bool declared() const { return accumulation_declared() || probabilities_declared(); }
+  // The dtype P is rounded to before P·V in a case of this shape.
+  Dtype probability_dtype(const ProblemShape& problem) const {
+    return probabilities_follow_value ? problem.v_dtype() : probabilities.value_or(problem.dtype);
+  }
   // The accumulator's dtype for a case of `input` dtype; nullopt: fp32.
   std::optional<Dtype> accumulator_for(Dtype input) const {
     return follows_input ? std::optional<Dtype>(input) : accumulation;
@@ -46,7 +58,7 @@ struct DeclaredNumerics {
 
 // As --accumulation takes it: "fp32", "fp16" (every addition rounded), "fp16/64", "input/16".
 inline std::string accumulation_name(const DeclaredNumerics& numerics) {
-  if (!numerics.declared()) return "fp32";
+  if (!numerics.accumulation_declared()) return "fp32";
   const std::string dtype(numerics.follows_input ? "input" : dtype_name(*numerics.accumulation));
   return numerics.keys_per_rounding == 1 ? dtype
                                          : dtype + "/" + std::to_string(numerics.keys_per_rounding);
@@ -73,6 +85,24 @@ inline std::optional<DeclaredNumerics> parse_accumulation(std::string_view text)
       numerics.keys_per_rounding > kMaxKeysPerRounding) {
     return std::nullopt;
   }
+  return numerics;
+}
+
+// As --probabilities takes it: "output" (the locked numerics), "v", or a dtype's name.
+inline std::string probabilities_name(const DeclaredNumerics& numerics) {
+  if (numerics.probabilities_follow_value) return "v";
+  return numerics.probabilities ? std::string(dtype_name(*numerics.probabilities)) : "output";
+}
+
+// `numerics` with the P dtype --probabilities declares: output, v or any dtype's name (fp16, bf16,
+// e4m3, e5m2); nullopt for anything else.
+inline std::optional<DeclaredNumerics> parse_probabilities(std::string_view text,
+                                                           DeclaredNumerics numerics) {
+  numerics.probabilities.reset();
+  numerics.probabilities_follow_value = text == "v";
+  if (text == "output" || text == "v") return numerics;
+  numerics.probabilities = parse_dtype(text);
+  if (!numerics.probabilities) return std::nullopt;
   return numerics;
 }
 

@@ -80,7 +80,8 @@ __global__ void round_output(std::int64_t elements, bool fp16, float* output) {
 
 bool device_plain_attention_supports(const AttentionProblem& problem,
                                      const DeclaredNumerics& numerics) {
-  return features_of(problem) == 0 && !numerics.accumulator_for(problem.dtype);
+  return features_of(problem) == 0 && !numerics.accumulator_for(problem.dtype) &&
+         numerics.probability_dtype(problem) == problem.dtype;
 }
 
 void device_plain_attention(const AttentionProblem& problem, const DeviceInputTensors& inputs,

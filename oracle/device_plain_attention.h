@@ -20,7 +20,8 @@
 namespace attnfuzz {
 
 // Whether the device computes `problem`'s plain reference: dense attention under the default
-// numerics (a declared accumulation sums P V in another dtype, which only the CPU's does).
+// numerics (a declared accumulation sums P V in another dtype, a declared P dtype rounds P to it:
+// only the CPU's does either).
 bool device_plain_attention_supports(const AttentionProblem& problem,
                                      const DeclaredNumerics& numerics);
 

@@ -4,7 +4,8 @@
 // unfused reference of FlashAttention's tests with upcast off: Q is scaled and rounded, scores are
 // rounded to the dtype, softmax runs in fp32 and its probabilities are rounded, then P V is
 // rounded. Matrix products use SGEMM on the exactly widened inputs (fp32 accumulation), but P V in
-// a declared accumulation dtype, which is a loop rounding every partial sum.
+// a declared accumulation dtype, which is a loop rounding every partial sum; P in a declared dtype
+// is rounded before its division by the row sum (plain_attention.h).
 #include "oracle/plain_attention.h"
 
 #include <cblas.h>
@@ -47,7 +48,8 @@ void accumulate_as_declared(const float* probabilities, const float* value, std:
 }  // namespace
 
 PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& tensors,
-                     std::int64_t batch, std::int64_t head, bool keep_capped_tanh) {
+                     std::int64_t batch, std::int64_t head, bool keep_capped_tanh,
+                     const DeclaredNumerics& numerics) {
   const std::int64_t dim = problem.head_dim;
   const Dtype dtype = problem.dtype;
   const float scale = static_cast<float>(problem.softmax_scale);
@@ -99,6 +101,7 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
               static_cast<int>(dim), key.data(), static_cast<int>(dim), 0.0f, scores.data(),
               static_cast<int>(seq_k));
   const float softcap = static_cast<float>(problem.softcap);
+  const Dtype probability_dtype = numerics.probability_dtype(problem);
   for (std::int64_t i = 0; i < seq_q; ++i) {
     float* row = &scores[i * seq_k];
     const KeyRange visible = problem.visible_keys_of(batch, i);
@@ -125,8 +128,14 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
       row[j] = std::exp(row[j] - row_max);
       row_sum += row[j];
     }
-    for (std::int64_t j = first; j < end; ++j) row[j] /= row_sum;
-    round_to_dtype_in_place(row + first, end - first, dtype);
+    if (probability_dtype == dtype) {
+      for (std::int64_t j = first; j < end; ++j) row[j] /= row_sum;
+      round_to_dtype_in_place(row + first, end - first, dtype);
+    } else {
+      for (std::int64_t j = first; j < end; ++j) {
+        row[j] = round_to_dtype(row[j], probability_dtype) / row_sum;
+      }
+    }
     std::fill(row, row + first, 0.0f);
     std::fill(row + end, row + seq_k, 0.0f);
   }
@@ -149,7 +158,7 @@ std::vector<float> plain_attention(const AttentionProblem& problem, const Attent
         const std::int64_t batch = item / problem.heads;
         float* out = &output[static_cast<std::size_t>(item * problem.seq_len_q * dim)];
         // Rows that see no key have P = 0 and stay 0; so does a sequence without queries or keys.
-        const PlainHead plain = plain_head(problem, tensors, batch, head);
+        const PlainHead plain = plain_head(problem, tensors, batch, head, false, numerics);
         if (plain.seq_q == 0 || plain.seq_k == 0) return;
         const std::int64_t seq_q = plain.seq_q, seq_k = plain.seq_k;
         const std::vector<float>& scores = plain.probabilities;

@@ -48,7 +48,12 @@ ToleranceTerms::ToleranceTerms(const AttentionProblem& problem, const DeclaredNu
   const double seq_k = static_cast<double>(problem.seq_len_k);
   unit_roundoff = traits.unit_roundoff();
   half_subnormal = traits.min_subnormal / 2.0;
-  if (numerics.declared()) {
+  // Terms 2 and 3 are P's rounding: in the dtype the kernel declares for P (--probabilities), the
+  // output's by default.
+  const DtypeTraits& probability_traits = traits_of(numerics.probability_dtype(problem));
+  probability_unit_roundoff = probability_traits.unit_roundoff();
+  probability_half_subnormal = probability_traits.min_subnormal / 2.0;
+  if (numerics.accumulation_declared()) {
     // Blocks of k keys summed in fp32 (gamma32(k) each, numerator and row sum), the accumulator
     // rounded at most twice per block (2 gamma_a(2 ceil(Sk / k))), exp and the final division
     // in fp32 as ever ((2 Sk + 10) u32).
@@ -67,8 +72,8 @@ ToleranceTerms::ToleranceTerms(const AttentionProblem& problem, const DeclaredNu
   const bool scores_descaled =
       problem.descaled(problem.q_storage) || problem.descaled(problem.k_storage);
   const bool output_descaled = problem.descaled(problem.v_storage);
-  magnitude_factor_base =
-      2.0 * unit_roundoff + accumulation_spread + (output_descaled ? kFloat32UnitRoundoff : 0.0);
+  magnitude_factor_base = 2.0 * probability_unit_roundoff + accumulation_spread +
+                          (output_descaled ? kFloat32UnitRoundoff : 0.0);
   accumulator_underflow = seq_k * numerics.accumulation_half_subnormal(problem.dtype);
   score_gamma = gamma(static_cast<double>(problem.head_dim) + (scores_descaled ? 4.0 : 2.0),
                       kFloat32UnitRoundoff);
@@ -419,9 +424,16 @@ void conclude(const AttentionProblem& problem, const ToleranceTerms& terms,
               Comparison& result) {
   // The bias test's model, that a correct kernel's errors are symmetric, does not hold for a
   // low-precision accumulator: addends below half its step are lost (stagnation), which leans
-  // toward zero. Under a declared accumulation the bounds and FlashAttention's rule judge alone.
-  if (numerics.declared()) result.bias = RoundingBias{};
-  apply_flash_attention_rule(terms.unit_roundoff, max_abs_expected, plain_max_error, result);
+  // toward zero. Nor for P rounded coarser than the output: a row's rounded probabilities need not
+  // sum to the row sum the kernel divides by, which leans all of its outputs one way. Under such
+  // declared numerics the bounds and FlashAttention's rule judge alone.
+  if (numerics.accumulation_declared() || numerics.probability_dtype(problem) != problem.dtype) {
+    result.bias = RoundingBias{};
+  }
+  // The rule's atol is one rounding of the largest output, or of P where P is coarser: the least
+  // error a kernel with those numerics can promise.
+  apply_flash_attention_rule(std::max(terms.unit_roundoff, terms.probability_unit_roundoff),
+                             max_abs_expected, plain_max_error, result);
   result.error_ratio = std::max(
       {result.bound_ratio, result.fa_rule_ratio, result.bias.ratio, result.lse_bound_ratio});
   // A failure is sound anywhere a bound was computed; a pass needs every row judged.

@@ -32,9 +32,12 @@ inline constexpr double kAlibiRoundings = 6.0;
 inline constexpr double kLseRoundings = 5.0;
 
 struct ToleranceTerms {
-  double unit_roundoff;          // u of the input/output dtype
-  double half_subnormal;         // eta
-  double magnitude_factor_base;  // 2u + accumulation_spread
+  double unit_roundoff;   // u of the output dtype
+  double half_subnormal;  // eta
+  double
+      probability_unit_roundoff;  // u_p of the dtype P is rounded to: the output's unless declared
+  double probability_half_subnormal;  // eta_p
+  double magnitude_factor_base;       // 2u_p + accumulation_spread
   double accumulator_underflow;  // Sk eta_acc: roundings of the accumulator below its normal range
   double accumulation_spread;    // what accumulating allows, relative to A (term 5)
   double score_gamma;            // gamma(D + 2)
@@ -91,7 +94,7 @@ struct ToleranceTerms {
     const double spread = probability_spread(score_error);
     const double before_rounding =
         (magnitude_factor_base + spread * (1.0 + magnitude_factor_base)) * magnitude +
-        (half_subnormal * (value_abs_sum + seq_len_k * ::fabs(expected)) +
+        (probability_half_subnormal * (value_abs_sum + seq_len_k * ::fabs(expected)) +
          kFloat32UnitRoundoff / kEulersNumber * value_abs_sum + accumulator_underflow) *
             inverse_row_sum;
     return before_rounding + unit_roundoff * (::fabs(expected) + before_rounding) + half_subnormal;

@@ -100,6 +100,9 @@ AttentionTensors KernelInputs::bind(std::uint16_t* output, float* lse) const {
   bound.q_descale = data_or_null(q_descale);
   bound.k_descale = data_or_null(k_descale);
   bound.v_descale = data_or_null(v_descale);
+  bound.q_elements = q.size();
+  bound.k_elements = k.size();
+  bound.v_elements = v.size();
   bound.lse = lse;
   return bound;
 }

@@ -14,6 +14,7 @@ ReplayCommand replay_command_for(const RunSettings& settings) {
   command.backend = settings.backend;
   command.oracle = settings.oracle;
   command.accumulation = accumulation_name(settings.numerics);
+  command.probabilities = probabilities_name(settings.numerics);
   command.allow_nondeterminism = settings.allow_nondeterminism;
   command.host_verification = settings.host_verification;
   command.shape_independent_arithmetic = settings.shape_independent_arithmetic;
@@ -44,6 +45,7 @@ std::string replay_command_line(const ReplayCommand& command) {
     add("--oracle", oracle_choice_name(command.oracle));
   }
   if (command.accumulation != "fp32") add("--accumulation", command.accumulation);
+  if (command.probabilities != "output") add("--probabilities", command.probabilities);
   if (command.allow_nondeterminism) line += " --allow-nondeterminism";
   if (command.host_verification) line += " --host-verification";
   if (command.shape_independent_arithmetic) line += " --shape-independent-arithmetic";

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* An attnfuzz plugin in plain C: the five functions of version 1, the three of version 2 around a
- * host forward pass with every attention variant (variant_attention.c), and version 3's two around
- * its backward pass (variant_attention_backward.c). docs/plugin.md builds and runs it:
+ * host forward pass with every attention variant (variant_attention.c) and, as version 4 hands
+ * them through the same functions, fp8 inputs; and version 3's two around its backward pass
+ * (variant_attention_backward.c). docs/plugin.md builds and runs it:
  *
  *     cc -O2 -shared -fPIC -I<attnfuzz>/include *.c -o libexample_attention_v2.so -lm
  *     fuzz_attention --kernel-lib ./libexample_attention_v2.so --configs corpus/matrix/pr.json
@@ -48,7 +49,7 @@ int attnfuzz_plugin_site(void) {
 }
 
 uint32_t attnfuzz_plugin_features(void) {
-  return VARIANT_ATTENTION_FEATURES | ATTNFUZZ_FEATURE_BACKWARD;
+  return VARIANT_ATTENTION_FEATURES | ATTNFUZZ_FEATURE_FP8_INPUTS | ATTNFUZZ_FEATURE_BACKWARD;
 }
 
 int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
@@ -56,9 +57,13 @@ int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason
   return variant_attention_supports(problem, reason, reason_size);
 }
 
+/* Built for version 4 (it returns ATTNFUZZ_PLUGIN_ABI_VERSION): the harness hands it an
+ * attnfuzz_problem_v4 and an attnfuzz_tensors_v4, whose first members these pointers point at. */
 int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
                                const attnfuzz_tensors_v2* tensors, char* error, size_t error_size) {
-  return variant_attention_forward(problem, tensors, WINDOW_SLACK, error, error_size);
+  return variant_attention_forward_v4((const attnfuzz_problem_v4*)problem,
+                                      (const attnfuzz_tensors_v4*)tensors, WINDOW_SLACK, error,
+                                      error_size);
 }
 
 int attnfuzz_plugin_supports_backward(const attnfuzz_backward_problem* problem, char* reason,

@@ -36,6 +36,13 @@ int variant_attention_forward(const attnfuzz_problem_v2* problem,
                               const attnfuzz_tensors_v2* tensors, int window_slack, char* error,
                               size_t error_size);
 
+/* As variant_attention_forward, with version 4's fp8 inputs: each of Q, K and V read in its own
+ * dtype (bytes for e4m3 and e5m2), Q's and K's descale factors folded into the softmax scale and
+ * V's into the output, as FlashAttention 3 does. */
+int variant_attention_forward_v4(const attnfuzz_problem_v4* problem,
+                                 const attnfuzz_tensors_v4* tensors, int window_slack, char* error,
+                                 size_t error_size);
+
 /* As attnfuzz_plugin_supports_backward: every variant but paged K/V, which is forward-only here. */
 int variant_attention_supports_backward(const attnfuzz_backward_problem* problem, char* reason,
                                         size_t reason_size);

@@ -30,6 +30,14 @@
  * (a plugin on the CUDA device is handed device memory for every tensor, as its forward is).
  * Version 1 and 2 plugins skip those cases, naming why.
  *
+ * Version 4 adds fp8 inputs (Q, K or V stored as OCP FP8 e4m3 or e5m2, with descale factors, as
+ * FlashAttention 3 and fp8 KV caches take them) without new symbols: a version 4 plugin's
+ * attnfuzz_plugin_supports_v2() and attnfuzz_plugin_forward_v2() are handed an
+ * attnfuzz_problem_v4 and an attnfuzz_tensors_v4, whose first members are the version 2 structs
+ * (cast the pointers to read the rest). A plugin that declares ATTNFUZZ_FEATURE_FP8_INPUTS gets
+ * the cases with fp8 inputs; version 1 to 3 plugins, and plugins that do not declare it, skip
+ * them, naming the feature.
+ *
  * C only, no C++ in this header; bump ATTNFUZZ_PLUGIN_ABI_VERSION on any incompatible change. */
 #ifndef ATTNFUZZ_PLUGIN_H
 #define ATTNFUZZ_PLUGIN_H
@@ -41,7 +49,7 @@
 extern "C" {
 #endif
 
-#define ATTNFUZZ_PLUGIN_ABI_VERSION 3
+#define ATTNFUZZ_PLUGIN_ABI_VERSION 4
 /* The oldest version this harness still loads. */
 #define ATTNFUZZ_PLUGIN_ABI_OLDEST_VERSION 1
 
@@ -173,6 +181,46 @@ typedef struct attnfuzz_backward_tensors {
   uint16_t* dv;
 } attnfuzz_backward_tensors;
 
+/* ---- version 4: fp8 inputs ---- */
+
+/* Input dtypes of version 4 (attnfuzz_problem_v4's q_dtype, k_dtype, v_dtype): one byte per
+ * element, OCP FP8. e4m3 is e4m3fn: bias 7, no infinity, NaN only at S.1111.111, largest 448;
+ * e5m2: bias 15, IEEE-like infinities and NaNs, largest 57344. An output is never fp8. */
+#define ATTNFUZZ_DTYPE_E4M3 2
+#define ATTNFUZZ_DTYPE_E5M2 3
+
+/* Feature bit: the plugin takes fp8 inputs (attnfuzz_problem_v4, attnfuzz_tensors_v4). */
+#define ATTNFUZZ_FEATURE_FP8_INPUTS 256u
+
+/* How an fp8 tensor's values are scaled back (attnfuzz_problem_v4's descale). */
+#define ATTNFUZZ_DESCALE_NONE 0        /* each value is the pattern's */
+#define ATTNFUZZ_DESCALE_PER_TENSOR 1  /* times one factor (every entry of the array the same) */
+#define ATTNFUZZ_DESCALE_PER_KV_HEAD 2 /* times the factor of its (batch, KV head) */
+
+typedef struct attnfuzz_problem_v4 {
+  /* Version 2's fields, meaning what they meant; v2.base.dtype is the output's (fp16 or bf16) and
+   * the dtype of every input not stored in fp8. */
+  attnfuzz_problem_v2 v2;
+  /* ATTNFUZZ_DTYPE_*: each input's storage, v2.base.dtype or ATTNFUZZ_DTYPE_E4M3 / _E5M2. An fp8
+   * tensor's pointer in attnfuzz_tensors_v4 points at bytes (cast it to const uint8_t*), and its
+   * strides count bytes: element (b, s, h, d) is byte b * batch + s * seq + h * head + d. */
+  int32_t q_dtype, k_dtype, v_dtype;
+  /* ATTNFUZZ_DESCALE_*: the descale factors of the fp8 tensors (none for a 16-bit one). The value
+   * of element x of an fp8 tensor is decode(x) * factor, as FlashAttention 3's q_descale,
+   * k_descale and v_descale: multiply the scores by Q's and K's factors and the output by V's. */
+  int32_t descale;
+} attnfuzz_problem_v4;
+
+typedef struct attnfuzz_tensors_v4 {
+  attnfuzz_tensors_v2 v2;
+  /* [batch * kv_heads] factors, entry b * kv_heads + kv for sequence b and KV head kv (query head
+   * h reads entry h / (heads / kv_heads)), in the plugin's memory site; NULL for a tensor that is
+   * not descaled (a factor of 1). */
+  const float* q_descale;
+  const float* k_descale;
+  const float* v_descale;
+} attnfuzz_tensors_v4;
+
 /* The five symbols a plugin exports. */
 
 /* Must return ATTNFUZZ_PLUGIN_ABI_VERSION as the plugin saw it when it was compiled. */
@@ -197,7 +245,9 @@ int attnfuzz_plugin_forward(const attnfuzz_problem* problem, const attnfuzz_tens
 
 /* Version 2, optional (all three or none): the features the plugin supports (ATTNFUZZ_FEATURE_*
  * bits), and supports/forward taking the version 2 problem and tensors. When exported, they are
- * called instead of attnfuzz_plugin_supports and attnfuzz_plugin_forward. */
+ * called instead of attnfuzz_plugin_supports and attnfuzz_plugin_forward. A plugin built for
+ * version 4 or later is handed an attnfuzz_problem_v4 and an attnfuzz_tensors_v4 through these
+ * pointers. */
 uint32_t attnfuzz_plugin_features(void);
 int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
                                 size_t reason_size);

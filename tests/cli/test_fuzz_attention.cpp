@@ -688,11 +688,39 @@ TEST_F(FuzzAttention, Fp8CasesPassTheCorrectKernelAndAPluginSkipsThemNamingTheFe
   const RunResult correct = run(matrix);
   EXPECT_EQ(correct.exit_code, 0) << correct.out << correct.err;
   EXPECT_THAT(correct.out, Not(HasSubstr("SKIP")));
-  // No plugin ABI version carries fp8 inputs yet.
+  // A plugin that does not declare them (the version 1 example's functions) skips them; the
+  // version 4 example reads them.
   const RunResult plugin =
       run(matrix + " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_PLUGIN)));
   EXPECT_EQ(plugin.exit_code, 2) << plugin.out << plugin.err;
   EXPECT_THAT(plugin.out, HasSubstr("does not support fp8 inputs (e4m3 or e5m2 Q, K or V"));
+  const RunResult fp8_plugin =
+      run(matrix + " --kernel-lib " + quoted(std::string(ATTNFUZZ_EXAMPLE_V2_PLUGIN)));
+  EXPECT_EQ(fp8_plugin.exit_code, 0) << fp8_plugin.out << fp8_plugin.err;
+  EXPECT_THAT(fp8_plugin.out, Not(HasSubstr("SKIP")));
+}
+
+TEST_F(FuzzAttention, AKernelThatRoundsPToFp8IsJudgedByItsDeclarationAndOnlyByIt) {
+  // FlashAttention 3's fp8 path rounds P to e4m3 for its fp8 P V product: other numerics, which
+  // fail undeclared and pass declared, while every other fp8 bug still fails.
+  const std::string matrix = "--backend cpu --in-process --kernel cpu_flash --configs " +
+                             quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/fp8.json");
+  const std::string plant = matrix + " --plant fp8_p_rounded_to_e4m3";
+  const RunResult undeclared = run(plant);
+  EXPECT_EQ(undeclared.exit_code, 1) << undeclared.out << undeclared.err;
+  for (const char* declared_as : {"e4m3", "v"}) {
+    const RunResult declared = run(plant + " --probabilities " + declared_as);
+    EXPECT_EQ(declared.exit_code, 0) << declared_as << "\n" << declared.out << declared.err;
+  }
+  const RunResult other_bug = run(matrix + " --plant fp8_descale_twice --probabilities v");
+  EXPECT_EQ(other_bug.exit_code, 1) << other_bug.out;
+  EXPECT_THAT(other_bug.out, HasSubstr("--probabilities v")) << "the replay declares it";
+  const RunResult bad = run(matrix + " --probabilities fp4");
+  EXPECT_EQ(bad.exit_code, 3) << bad.out;
+  EXPECT_THAT(bad.err,
+              HasSubstr("--probabilities: expected output (P rounded to the output dtype), "
+                        "v (to V's storage dtype) or a dtype (fp16, bf16, e4m3, e5m2), "
+                        "got 'fp4'"));
 }
 
 #if ATTNFUZZ_HAVE_CUDA

@@ -791,6 +791,47 @@ RC_GTEST_PROP(CpuFlashPlants, ProbabilitiesRoundedToE4m3AreAlwaysCaughtWhereThey
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
+RC_GTEST_PROP(CpuFlashPlants, Fp8SubnormalsReadAsNormalsAreAlwaysCaughtWhereVIsAllSubnormal, ()) {
+  // Every element of V its format's smallest subnormal, either sign: read with the leading one, 9
+  // (e4m3) or 5 (e5m2) times its value, which moves every output that does not cancel to zero and
+  // fails FlashAttention's rule wherever one does not.
+  AttentionCase attention_case =
+      fp8_inputs_case(InputStorage::same, *rc::gen::element(InputStorage::e4m3, InputStorage::e5m2),
+                      false, {Descale::none, Descale::per_tensor, Descale::per_kv_head});
+  attention_case.injection = {SpecialValue::subnormal, TensorRole::value, 1 << 30};
+  const AttentionProblem problem = problem_of(attention_case);
+  RC_PRE(problem.query_rows() > 0);
+  // Observable where the subnormal times its factor is many of the output dtype's subnormal steps
+  // (e5m2's 2^-16 times a small factor is below fp16's).
+  const AttentionInputs inputs =
+      generate_inputs(problem, attention_case.data, attention_case.seed, attention_case.injection);
+  const double factor = inputs.v_descale.empty()
+                            ? 1.0
+                            : *std::min_element(inputs.v_descale.begin(), inputs.v_descale.end());
+  RC_PRE(traits_of(problem.v_dtype()).min_subnormal * factor >=
+         64 * traits_of(problem.dtype).min_subnormal);
+  const CaseResult result = run_case(attention_case, PlantedBug::fp8_subnormals_as_normals);
+  RC_ASSERT(result.status == CaseStatus::fail);
+}
+
+RC_GTEST_PROP(CpuFlashDeclared, ProbabilitiesRoundedToE4m3PassWhereTheKernelDeclaresThem, ()) {
+  // The plant above is FlashAttention 3's fp8 numerics: declared (--probabilities e4m3), every
+  // case with an fp8 V passes or is inconclusive, with every distribution and special value.
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 300, .distributions = {}, .injections = true});
+  attention_case.q_storage = *rc::gen::element(InputStorage::same, InputStorage::e4m3);
+  attention_case.k_storage = *rc::gen::element(InputStorage::same, InputStorage::e4m3);
+  attention_case.v_storage = *rc::gen::element(InputStorage::e4m3, InputStorage::e5m2);
+  attention_case.descale =
+      *rc::gen::element(Descale::none, Descale::per_tensor, Descale::per_kv_head);
+  RunSettings settings;
+  settings.backend = Backend::cpu;
+  settings.plant = PlantedBug::fp8_p_rounded_to_e4m3;
+  settings.numerics = *parse_probabilities("e4m3", DeclaredNumerics{});
+  const CaseResult result = CaseRunner(settings).run(attention_case);
+  RC_ASSERT(result.status != CaseStatus::fail);
+}
+
 TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
   // Adding a plant to cpu_flash without a property that proves it is caught fails here. The
   // host kernel's contract plants are proven caught end to end, through the matrix, the property
@@ -827,7 +868,7 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
       // fp8 inputs'
       PlantedBug::fp8_k_descale_for_v, PlantedBug::fp8_descale_by_query_head,
       PlantedBug::fp8_descale_twice, PlantedBug::fp8_e5m2_read_as_e4m3,
-      PlantedBug::fp8_p_rounded_to_e4m3};
+      PlantedBug::fp8_p_rounded_to_e4m3, PlantedBug::fp8_subnormals_as_normals};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
 }

@@ -118,6 +118,23 @@ TEST(PluginKernel, AVersion1PluginPassesTheDenseCasesAndSkipsEachVariantByName) 
   }
   EXPECT_GT(passed, 0);
   EXPECT_EQ(skipped, 78);
+  // fp8 inputs need version 4's dtype codes and descale pointers.
+  const CaseResult fp8 = run_on(old, load_built_in_matrix("fp8.json").cases.front());
+  EXPECT_EQ(fp8.status, CaseStatus::skip);
+  EXPECT_THAT(fp8.reason, ::testing::HasSubstr("does not support fp8 inputs")) << fp8.reason;
+}
+
+TEST(PluginKernel, TheVersion4ExampleReadsFp8BytesAndDescaleFactorsAndPassesEveryFp8Case) {
+  // Handed byte-packed e4m3/e5m2 tensors with their [batch][kv_heads] factors: every form of
+  // fp8.json (FA3 prefill, each format mix, paged KV-cache decode, the variants on top) passes.
+  const AttentionKernel& example = plugin(ATTNFUZZ_EXAMPLE_V2_PLUGIN, "example_cpu_attention_v2");
+  int passed = 0;
+  for (const AttentionCase& attention_case : load_built_in_matrix("fp8.json").cases) {
+    const CaseResult result = run_on(example, attention_case);
+    ASSERT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+    ++passed;
+  }
+  EXPECT_GE(passed, 31);
 }
 
 TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// --accumulation's values: what each declares, that its name reads back as itself, and that
-// anything else is refused.
+// --accumulation's and --probabilities' values: what each declares, that its name reads back as
+// itself, and that anything else is refused.
 #include "oracle/declared_numerics.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +52,41 @@ TEST(DeclaredNumerics, AnythingElseIsRefused) {
   for (const char* name : {"", "fp8", "FP16", "fp32/16", "fp16/", "fp16/0", "fp16/-4", "fp16/1e3",
                            "fp16/64x", "input/2000000", "fp16 /64", "/64", "e4m3", "e5m2/16"}) {
     EXPECT_FALSE(parse_accumulation(name)) << name;
+  }
+}
+
+TEST(DeclaredNumerics, ProbabilitiesAreTheOutputsUnlessDeclared) {
+  ProblemShape fp8_kv;
+  fp8_kv.dtype = Dtype::bf16;
+  fp8_kv.v_storage = InputStorage::e5m2;
+  EXPECT_EQ(DeclaredNumerics{}.probability_dtype(fp8_kv), Dtype::bf16);
+  EXPECT_EQ(probabilities_name(DeclaredNumerics{}), "output");
+  const std::optional<DeclaredNumerics> follows_v = parse_probabilities("v", DeclaredNumerics{});
+  ASSERT_TRUE(follows_v);
+  EXPECT_TRUE(follows_v->declared());
+  EXPECT_FALSE(follows_v->accumulation_declared());
+  EXPECT_EQ(follows_v->probability_dtype(fp8_kv), Dtype::e5m2);
+  fp8_kv.v_storage = InputStorage::same;
+  EXPECT_EQ(follows_v->probability_dtype(fp8_kv), Dtype::bf16);
+  EXPECT_EQ(parse_probabilities("e4m3", DeclaredNumerics{})->probability_dtype(fp8_kv),
+            Dtype::e4m3);
+  const std::optional<DeclaredNumerics> output = parse_probabilities("output", *follows_v);
+  ASSERT_TRUE(output);
+  EXPECT_FALSE(output->declared());
+}
+
+TEST(DeclaredNumerics, ProbabilitiesAndAccumulationAreDeclaredApart) {
+  const std::optional<DeclaredNumerics> both =
+      parse_probabilities("e4m3", *parse_accumulation("fp16/64"));
+  ASSERT_TRUE(both);
+  EXPECT_EQ(accumulation_name(*both), "fp16/64");
+  EXPECT_EQ(probabilities_name(*both), "e4m3");
+  EXPECT_EQ(accumulation_name(*parse_probabilities("v", DeclaredNumerics{})), "fp32");
+  for (const char* name : {"output", "v", "fp16", "bf16", "e4m3", "e5m2"}) {
+    EXPECT_EQ(probabilities_name(*parse_probabilities(name, DeclaredNumerics{})), name);
+  }
+  for (const char* name : {"", "V", "fp32", "fp8", "e4m3/16", "input"}) {
+    EXPECT_FALSE(parse_probabilities(name, DeclaredNumerics{})) << name;
   }
 }
 

@@ -63,14 +63,18 @@ AttentionCase small(Dtype dtype = Dtype::fp16, bool causal = false) {
 // The plain reference's own output: what an unfused implementation in the input precision gives
 // (scores and normalised probabilities rounded to the dtype before P V), as JAX's
 // dot_product_attention and PyTorch's math backend compute.
-void write_plain_output(Fixture& fixture) {
+// `compact` ([b][h][i][d]) rounded to the dtype, as the kernel's output.
+void write_output(Fixture& fixture, const std::vector<float>& compact) {
   const AttentionProblem& p = fixture.problem;
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.heads; ++h)
       for (std::int64_t i = 0; i < p.seq_len_q; ++i)
         for (std::int64_t d = 0; d < p.head_dim; ++d)
           fixture.element(b, h, i, d) =
-              float_to_dtype(fixture.plain[fixture.compact(b, h, i, d)], p.dtype);
+              float_to_dtype(compact[fixture.compact(b, h, i, d)], p.dtype);
+}
+void write_plain_output(Fixture& fixture) {
+  write_output(fixture, fixture.plain);
 }
 
 TEST(Tolerance, AnUnfusedComputationInTheInputPrecisionPassesTheBiasTestOnFlatRows) {
@@ -374,6 +378,38 @@ TEST(Tolerance, ADeclaredAccumulatorStillFailsAnElementMovedFarBeyondIt) {
   EXPECT_TRUE(comparison.failed) << comparison.reason;
   EXPECT_NE(comparison.reason.find("element (b=1, h=2, i=5, d=7)"), std::string::npos)
       << comparison.reason;
+}
+
+TEST(Tolerance, ADeclaredProbabilityDtypeReplacesPsRoundingTermsOnly) {
+  // P in e4m3: terms 2 and 3 take e4m3's u = 2^-4 and eta = 2^-10 for the output's; the output's
+  // own rounding (term 6) keeps fp16's.
+  AttentionCase attention_case = small(Dtype::fp16);
+  const AttentionProblem problem = problem_of(attention_case);
+  const ToleranceTerms locked(problem, DeclaredNumerics{});
+  const ToleranceTerms e4m3(problem, *parse_probabilities("e4m3", DeclaredNumerics{}));
+  EXPECT_EQ(e4m3.unit_roundoff, locked.unit_roundoff);
+  EXPECT_EQ(e4m3.half_subnormal, locked.half_subnormal);
+  EXPECT_EQ(e4m3.probability_unit_roundoff, 0x1p-4);
+  EXPECT_EQ(e4m3.probability_half_subnormal, 0x1p-10);
+  EXPECT_DOUBLE_EQ(e4m3.magnitude_factor_base - locked.magnitude_factor_base,
+                   2 * (0x1p-4 - 0x1p-11));
+  EXPECT_EQ(e4m3.score_gamma, locked.score_gamma);
+  EXPECT_EQ(e4m3.accumulation_spread, locked.accumulation_spread);
+  // "v" follows V's storage: fp16 V here, so nothing changes.
+  const ToleranceTerms follows_v(problem, *parse_probabilities("v", DeclaredNumerics{}));
+  EXPECT_EQ(follows_v.magnitude_factor_base, locked.magnitude_factor_base);
+}
+
+TEST(Tolerance, PRoundedToE4m3PassesDeclaredAndFailsUndeclared) {
+  // The outputs of a kernel that rounds each unnormalised probability to e4m3, as the declared
+  // plain reference computes them: about 2^-5 of A off, past fp16's bound and within e4m3's.
+  Fixture fixture(small(Dtype::fp16));
+  const DeclaredNumerics e4m3 = *parse_probabilities("e4m3", DeclaredNumerics{});
+  write_output(fixture, plain_attention(fixture.problem, fixture.tensors(), 0, e4m3));
+  EXPECT_TRUE(fixture.compare().failed);
+  const Comparison declared = fixture.compare_declared(e4m3);
+  EXPECT_TRUE(declared.passed) << declared.reason;
+  EXPECT_EQ(declared.bias.ratio, 0.0) << "no bias test under a coarser P";
 }
 
 }  // namespace

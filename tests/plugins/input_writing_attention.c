@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* Plugins of ABI version 2 that write what they were handed to read, or past what they were handed
- * to write, as kernels shipped with the bug do: the version 2 example's correct attention
- * (examples/cpu_plugin_v2/variant_attention.c) around one misuse of a buffer, chosen by
- * INPUT_FAULT:
- *   INPUT_FAULT_ZERO_INPUTS          zeroes Q, K and V in place, then computes on the zeros
- *   INPUT_FAULT_REWRITE_BLOCK_TABLE  (paged cases) points the block table at the logical pages,
- *                                    then computes through it
- *   INPUT_FAULT_ZERO_SLOPES          (ALiBi cases) zeroes the slopes, then computes without bias
- *   INPUT_FAULT_EMPTY_CU_SEQLENS     (varlen cases) zeroes cu_seqlens_q and cu_seqlens_k and
- *                                    writes nothing
- *   INPUT_FAULT_SCALE_Q_AFTER        computes, then doubles Q in place (an in-place RoPE)
- *   INPUT_FAULT_WRITE_PAST_K         computes, then writes the element 64 past K's end
- *   INPUT_FAULT_WRITE_PAST_O         computes, then writes the element 4096 past O's end
+/* Plugins of ABI version 2 (and 4, for fp8 inputs) that write what they were handed to read, or
+ * past what they were handed to write, as kernels shipped with the bug do: the version 2 example's
+ * correct attention (examples/cpu_plugin_v2/variant_attention.c) around one misuse of a buffer,
+ * chosen by INPUT_FAULT: INPUT_FAULT_ZERO_INPUTS          zeroes Q, K and V in place, then computes
+ * on the zeros INPUT_FAULT_REWRITE_BLOCK_TABLE  (paged cases) points the block table at the logical
+ * pages, then computes through it INPUT_FAULT_ZERO_SLOPES          (ALiBi cases) zeroes the slopes,
+ * then computes without bias INPUT_FAULT_EMPTY_CU_SEQLENS     (varlen cases) zeroes cu_seqlens_q
+ * and cu_seqlens_k and writes nothing INPUT_FAULT_SCALE_Q_AFTER        computes, then doubles Q in
+ * place (an in-place RoPE) INPUT_FAULT_WRITE_PAST_K         computes, then writes the element 64
+ * past K's end INPUT_FAULT_WRITE_PAST_O         computes, then writes the element 4096 past O's end
  *   INPUT_FAULT_WRITE_PAST_LSE       (cases with the log-sum-exp) computes, then writes the
  *                                    value 4096 past the log-sum-exp's last row
+ *   INPUT_FAULT_ZERO_FP8_K           (version 4: fp8 inputs) zeroes the bytes of an fp8 K, then
+ *                                    computes on the zeros
  * A harness that computed its oracle, or counted rows, from the buffers it handed the kernel would
  * pass the first four. */
 #include <stddef.h>
@@ -31,6 +30,7 @@
 #define INPUT_FAULT_WRITE_PAST_K 6
 #define INPUT_FAULT_WRITE_PAST_O 7
 #define INPUT_FAULT_WRITE_PAST_LSE 8
+#define INPUT_FAULT_ZERO_FP8_K 9
 
 /* One past the last element a tensor of `rows` rows per (batch or page) spans. */
 static int64_t span_of(const attnfuzz_strides* strides, int64_t outer, int64_t rows, int64_t heads,
@@ -97,7 +97,8 @@ int attnfuzz_plugin_site(void) {
 }
 
 uint32_t attnfuzz_plugin_features(void) {
-  return VARIANT_ATTENTION_FEATURES;
+  return VARIANT_ATTENTION_FEATURES |
+         (INPUT_FAULT == INPUT_FAULT_ZERO_FP8_K ? ATTNFUZZ_FEATURE_FP8_INPUTS : 0u);
 }
 
 int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
@@ -143,6 +144,15 @@ int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
         return ATTNFUZZ_STATUS_OK; /* every sequence is empty now: nothing to write */
       }
       break;
+    case INPUT_FAULT_ZERO_FP8_K: {
+      /* Built for version 4: the pointers are to its structs, K's elements bytes when fp8. */
+      const attnfuzz_problem_v4* fp8 = (const attnfuzz_problem_v4*)problem;
+      if (fp8->k_dtype == ATTNFUZZ_DTYPE_E4M3 || fp8->k_dtype == ATTNFUZZ_DTYPE_E5M2) {
+        memset(k, 0, (size_t)kv_span(problem, &base->k_strides));
+      }
+      return variant_attention_forward_v4(fp8, (const attnfuzz_tensors_v4*)tensors, 0, error,
+                                          error_size);
+    }
     default:
       break;
   }
