@@ -247,6 +247,12 @@ int main(int argc, char** argv) {
     return 3;
   }
   settings.numerics = *numerics;
+  if (backward && (settings.plant != PlantedBug::none || settings.numerics.declared())) {
+    std::fprintf(stderr,
+                 "bench_false_alarms: --backward runs a correct kernel's backward under the locked "
+                 "numerics: no --plant, --accumulation or --probabilities\n");
+    return 3;
+  }
   const AttentionKernel* backward_kernel = nullptr;
   if (backward) {
     backward_kernel = find_kernel(settings.kernel.empty() ? "cpu_flash" : settings.kernel);

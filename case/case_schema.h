@@ -92,8 +92,8 @@ inline constexpr std::size_t kCaseFieldCount = 0
 // the input data, which kernel runs, or which of its passes run (the forward alone, or the
 // backward after it). tests/case/test_case_schema.cpp checks each field's claim.
 // `storage`: problem fields that say how the inputs are stored (fp8 formats, descale factors);
-// they reach the problem, and no plugin ABI version yet, so a plugin skips them (a feature it
-// cannot declare).
+// they reach the problem and plugin ABI version 4's problem (abi_problem_v4_of), not version 2's:
+// a feature (fp8_inputs) that only a version 4 plugin can declare.
 enum class CaseFieldUse : std::uint8_t { problem, layout, data, kernel, passes, storage };
 
 // ---- codecs: a field's JSON form and limits ----

@@ -454,7 +454,7 @@ void quantize_fp8_tensors(const AttentionProblem& problem, const InputShapes& sh
 }
 
 // The data of a problem laid out as its strides say (dense): drawn and injected in the case's
-// dtype, then the fp8 tensors quantized.
+// dtype, then the fp8 tensors quantized (an fp8 tensor's subnormals injected after that).
 AttentionInputs generate_dense_inputs(const AttentionProblem& problem,
                                       const AttentionProblem& shape_problem,
                                       DataDistribution distribution, std::uint64_t seed,

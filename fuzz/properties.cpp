@@ -148,7 +148,7 @@ struct Subject {
   AttentionProblem problem;
   AttentionInputs inputs;
   PlantedBug plant = PlantedBug::none;
-  DeclaredNumerics numerics;       // the bounds follow the kernel's declared accumulation
+  DeclaredNumerics numerics;       // the bounds follow the kernel's declared numerics
   bool deterministic = true;       // two runs of one shape on equal inputs give equal bits
   bool shape_independent = false;  // ... and so do two shapes that differ in batch or heads only
 

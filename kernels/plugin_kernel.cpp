@@ -136,21 +136,30 @@ class BytePackedInput {
  public:
   BytePackedInput(const std::uint16_t* words, std::size_t count, std::int64_t span,
                   std::string_view name)
-      : words_(words), bytes_(count, 0), name_(name) {
+      : words_(words), bytes_(count, 0), span_(static_cast<std::size_t>(span)), name_(name) {
     for (std::size_t i = 0; i < count; ++i) bytes_.data()[i] = static_cast<std::uint8_t>(words[i]);
     bytes_.label(name_, 0, static_cast<std::size_t>(span));
   }
   const std::uint16_t* pointer() const {
     return reinterpret_cast<const std::uint16_t*>(bytes_.data());
   }
-  // What the plugin changed in it, or nothing.
+  // What the plugin changed in it (its bytes, their guard tail, the slack up to the fence), or
+  // nothing.
   std::optional<std::string> change() const {
     for (std::size_t i = 0; i < bytes_.size(); ++i) {
       const std::uint8_t before = static_cast<std::uint8_t>(words_[i]);
       if (bytes_.data()[i] != before) {
-        return "the plugin changed " + name_ + ", byte " + std::to_string(i) + " (from " +
-               std::to_string(before) + " to " + std::to_string(bytes_.data()[i]) + ")";
+        return "the plugin changed " + name_ + ", byte " + std::to_string(i) +
+               (i >= span_ ? " (past the tensor's " + std::to_string(span_) +
+                                 " elements, in its guard tail)"
+                           : "") +
+               " (from " + std::to_string(before) + " to " + std::to_string(bytes_.data()[i]) + ")";
       }
+    }
+    if (const std::optional<std::ptrdiff_t> slack = bytes_.first_changed_slack_byte()) {
+      return "the plugin wrote outside " + name_ + "'s bytes: " +
+             (*slack >= 0 ? std::to_string(*slack) + " past their end (beyond the guard tail)"
+                          : std::to_string(-*slack) + " before their start");
     }
     return std::nullopt;
   }
@@ -158,6 +167,7 @@ class BytePackedInput {
  private:
   const std::uint16_t* words_;
   FencedBuffer<std::uint8_t> bytes_;
+  std::size_t span_;  // the tensor's bytes; the rest of the copy is its guard tail
   std::string name_;
 };
 
@@ -238,6 +248,11 @@ class PluginKernel final : public AttentionKernel {
           (symbols_.backward != nullptr
                ? " among its features, though it exports attnfuzz_plugin_backward"
                : " (plugin ABI version 3)"));
+    }
+    if (problem.fp8_inputs()) {
+      return SupportVerdict::no(name_ +
+                                " (plugin)'s backward: no plugin ABI version hands a backward pass "
+                                "fp8 inputs (version 4 carries them to the forward only)");
     }
     // The backward reads the log-sum-exp it is handed: that needs no declaration.
     if (auto reason = unsupported_feature_reason(name_ + " (plugin)", problem,

@@ -11,7 +11,9 @@
 // u: the dtype's unit roundoff; eta: half its smallest subnormal; u32 = 2^-24; eta_a: half the
 // P V accumulator's smallest subnormal; gamma(n) = n u32 / (1 - n u32). A kernel that declares an
 // accumulator of another dtype (unit roundoff u_a), rounded at most twice per k keys summed in fp32
-// (oracle/declared_numerics.h), has 2 gamma(k) + 2 gamma_a(2 ceil(Sk / k)) in place of 2 gamma(Sk).
+// (oracle/declared_numerics.h), has 2 gamma(k) + 2 gamma_a(2 ceil(Sk / k)) in place of 2 gamma(Sk);
+// one that declares P rounded to another dtype (--probabilities), that dtype's u and eta in P's
+// terms (2 u and eta (Vsum_d + Sk |O_id|)).
 // dS_i = gamma(D + 2) * scale * |Q_i| max_j |K_j|, the fp32 error
 // bound of a score (gamma(D + 4) when fp8 inputs' descale factors multiply the scale; V's factor
 // adds u32 A_id to the first line). The score term is exact rather than first order: exponents each
@@ -269,7 +271,7 @@ void check_log_sum_exp(const AttentionProblem& problem, const ToleranceTerms& te
 }
 
 // FlashAttention's rule: max error <= 2 * (plain same-precision max error) + atol, where atol
-// is one output rounding of the largest reference value.
+// is one rounding, of unit roundoff `unit_roundoff`, of the largest reference value.
 void apply_flash_attention_rule(double unit_roundoff, double max_expected, double plain_max_error,
                                 Comparison& result) {
   result.plain_max_abs_error = plain_max_error;
@@ -427,7 +429,7 @@ void conclude(const AttentionProblem& problem, const ToleranceTerms& terms,
   // toward zero. Nor for P rounded coarser than the output: a row's rounded probabilities need not
   // sum to the row sum the kernel divides by, which leans all of its outputs one way. Under such
   // declared numerics the bounds and FlashAttention's rule judge alone.
-  if (numerics.accumulation_declared() || numerics.probability_dtype(problem) != problem.dtype) {
+  if (numerics.accumulation_declared() || terms.probability_unit_roundoff > terms.unit_roundoff) {
     result.bias = RoundingBias{};
   }
   // The rule's atol is one rounding of the largest output, or of P where P is coarser: the least

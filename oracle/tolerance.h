@@ -93,9 +93,11 @@ class OracleFreeBound {
 };
 
 // `output` points at element [0,0,0,0] of the kernel's output, laid out by problem.o_strides.
-// `plain` is plain_attention()'s result for the same inputs and `numerics`. Under a declared
-// accumulation (`numerics`) the bounds follow it and the bias test is not applied. `lse`, when
-// the problem returns the log-sum-exp, is the kernel's (laid out by problem.lse_offset).
+// `plain` is plain_attention()'s result for the same inputs and `numerics`. Under declared numerics
+// (an accumulation, a P dtype) the bounds follow them, and the bias test is not applied where they
+// make a correct kernel's errors lean (an accumulator other than fp32, P coarser than the output).
+// `lse`, when the problem returns the log-sum-exp, is the kernel's (laid out by
+// problem.lse_offset).
 Comparison compare_to_reference(const AttentionProblem& problem,
                                 const ReferenceAttention& reference,
                                 const std::vector<float>& plain, const std::uint16_t* output,

@@ -37,7 +37,7 @@ struct ToleranceTerms {
   double
       probability_unit_roundoff;  // u_p of the dtype P is rounded to: the output's unless declared
   double probability_half_subnormal;  // eta_p
-  double magnitude_factor_base;       // 2u_p + accumulation_spread
+  double magnitude_factor_base;       // 2u_p + accumulation_spread (+ u32 for V's descale factor)
   double accumulator_underflow;  // Sk eta_acc: roundings of the accumulator below its normal range
   double accumulation_spread;    // what accumulating allows, relative to A (term 5)
   double score_gamma;            // gamma(D + 2)

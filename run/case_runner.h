@@ -49,8 +49,8 @@ struct RunSettings {
   // The kernel declares shape-independent arithmetic (--shape-independent-arithmetic), beside
   // what a built-in kernel declares itself (AttentionKernel::shape_independent_arithmetic).
   bool shape_independent_arithmetic = false;
-  // What the kernel declares it does differently from the locked numerics (--accumulation): the
-  // oracle's bounds and plain reference follow it.
+  // What the kernel declares it does differently from the locked numerics (--accumulation,
+  // --probabilities): the oracle's bounds and plain reference follow it.
   DeclaredNumerics numerics;
   // fuzz_attention --bench: a case that passes is then timed (run/kernel_timer.h).
   BenchSettings bench;

@@ -238,7 +238,7 @@ bool runs_whole_on_device(const AttentionProblem& problem, const AttentionKernel
          settings.oracle != OracleChoice::cpu && cublas_reference_supports(problem) &&
          device_comparison_supports(problem) &&
          device_plain_attention_supports(problem, settings.numerics) &&
-         !settings.numerics.declared();
+         !settings.numerics.accumulation_declared();
 }
 
 namespace {

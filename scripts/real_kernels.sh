@@ -19,7 +19,8 @@
 # --python runs an interpreter that already has the libraries (a machine's own CUDA PyTorch, with
 # numpy and ml_dtypes) instead of making the pinned environment; it must be the Python version the
 # bridge was built against.
-# --only names any of sdpa_math, sdpa_flash, sdpa, jax, flex_cpu and pytest_example (with --gpu:
+# --only names any of sdpa_math, sdpa_flash, sdpa, jax, flex_cpu, fp8_sdpa_math (a PyTorch fp8
+# reference: examples/python/torch_fp8_attention.py) and pytest_example (with --gpu:
 # sdpa_math_cuda, sdpa_flash_cuda, sdpa_efficient_cuda, sdpa_cudnn_cuda, sdpa_cuda, flex_cuda,
 # flash_attn: the flash_attn package is not pinned here, its wheels follow the machine's CUDA and
 # PyTorch: install it into build-tools/real-kernels for that machine first).
@@ -79,6 +80,7 @@ kernels=(
   "sdpa torch examples/python/torch_sdpa.py:sdpa"
   "jax jax examples/python/jax_attention.py:dot_product_attention"
   "flex_cpu torch examples/python/flex_attention.py:flex_attention_cpu 5"
+  "fp8_sdpa_math torch examples/python/torch_fp8_attention.py:fp8_sdpa_math"
 )
 # The exit code a kernel's variants.json run ends with: 2 (nothing ran) for one that has none of
 # its variants (the fused CUDA backends take no attn_mask, so no window either); and its pr.json
@@ -88,7 +90,7 @@ declare -A variants_exit=()
 declare -A pr_exit=()
 # Its backward.json run's: 2 for one that declares no backward (flex_attention's does not compile on
 # the CPU: docs/validation/real-kernels.md).
-declare -A backward_exit=([flex_cpu]=2)
+declare -A backward_exit=([flex_cpu]=2 [fp8_sdpa_math]=2)
 if $gpu; then
   kernels=()
   for backend in sdpa_math sdpa_flash sdpa_efficient sdpa_cudnn sdpa; do
@@ -116,6 +118,10 @@ for entry in "${kernels[@]}"; do
   # pr.json's backward cases and the backward properties run the bridge's device path.)
   $gpu || run "$name-backward" "${backward_exit[$name]:-0}" "${kernel[@]}" \
     --configs corpus/matrix/backward.json --quiet
+  # fp8 inputs, for a kernel that declares them: FlashAttention 3's forms.
+  if [[ $name == fp8_* ]]; then
+    run "$name-fp8" 0 "${kernel[@]}" --configs corpus/matrix/fp8.json --quiet
+  fi
 done
 # The pytest path (the attnfuzz package from python/, its fixture on SDPA).
 if ! $gpu && [[ -z $only || ",$only," == *",pytest_example,"* ]]; then

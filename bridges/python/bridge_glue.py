@@ -2,7 +2,8 @@
 """The Python side of fuzz_attention --kernel-py: runs inside the worker's embedded interpreter.
 
 The C side (attnfuzz_python_bridge.cpp) is a plugin of the C ABI
-(include/attnfuzz/attnfuzz_plugin.h, version 2's functions and version 3's backward); it hands
+(include/attnfuzz/attnfuzz_plugin.h, version 2's functions, handed version 4's problem and
+tensors, and version 3's backward); it hands
 this module the addresses of the ABI's problem and tensors, which are read here with ctypes, and
 the user's function is called with views of the harness's own buffers (no copy), in
 FlashAttention's Python-API conventions:
@@ -18,6 +19,12 @@ seq_len_q] tensor to write ([heads, total_q] packed), or None. The function writ
 returns the output, which is checked for shape, dtype and device, then copied into `out`. JAX
 arrays cannot be written: with --py-framework jax the inputs are JAX arrays (copies), `out` and
 `lse` jax.ShapeDtypeStruct, and the function returns the output, or (output, lse).
+
+A function that declares "fp8_inputs" among its attnfuzz_features gets the cases with fp8 inputs
+(the C ABI's version 4): q, k or v of dtype float8_e4m3fn or float8_e5m2 (ml_dtypes' with numpy
+and jax, torch's own), and the keywords q_descale, k_descale and v_descale, FlashAttention 3's
+descale factors: fp32 [batch, kv_heads] arrays, or None for a tensor without them. The element of
+an fp8 tensor stands for its value times its factor.
 
 A function that declares "backward" among its attnfuzz_features has a backward pass (the C ABI's
 version 3): its `attnfuzz_backward` attribute, in FlashAttention's `_flash_attn_backward` order,
@@ -50,10 +57,17 @@ FEATURE_BITS = {
     # Version 3: what the backward pass is.
     "backward": 64,
     "nondeterministic_backward": 128,
+    # Version 4: fp8 inputs, with the keywords q_descale, k_descale and v_descale.
+    "fp8_inputs": 256,
 }
-DTYPE_NAMES = {0: "float16", 1: "bfloat16"}
+# The ABI's dtype codes, by the framework's names; 2 and 3 are one byte per element.
+DTYPE_NAMES = {0: "float16", 1: "bfloat16", 2: "float8_e4m3fn", 3: "float8_e5m2"}
+FP8_NAMES = ("float8_e4m3fn", "float8_e5m2")
+DESCALE_NAMES = {0: "none", 1: "per_tensor", 2: "per_kv_head"}
 # The keyword arguments that are arrays (None when the case has none).
 ARRAY_KEYWORDS = ("alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "block_table")
+# Those a function that declares fp8_inputs gets too.
+DESCALE_KEYWORDS = ("q_descale", "k_descale", "v_descale")
 FRAMEWORKS = ("numpy", "torch", "jax")
 
 
@@ -97,6 +111,24 @@ class TensorsV2(ctypes.Structure):
     ]
 
 
+class ProblemV4(ctypes.Structure):
+    """Version 4's problem: what the bridge's version 2 functions are handed (the C ABI's
+    attnfuzz_problem_v4, whose first member is the version 2 problem)."""
+    _fields_ = [
+        ("v2", ProblemV2),
+        ("q_dtype", ctypes.c_int32), ("k_dtype", ctypes.c_int32), ("v_dtype", ctypes.c_int32),
+        ("descale", ctypes.c_int32),
+    ]
+
+
+class TensorsV4(ctypes.Structure):
+    _fields_ = [
+        ("v2", TensorsV2),
+        ("q_descale", ctypes.c_void_p), ("k_descale", ctypes.c_void_p),
+        ("v_descale", ctypes.c_void_p),
+    ]
+
+
 class BackwardProblem(ctypes.Structure):
     _fields_ = [
         ("forward", ProblemV2),
@@ -110,10 +142,19 @@ class BackwardTensors(ctypes.Structure):
                 ("dk", ctypes.c_void_p), ("dv", ctypes.c_void_p)]
 
 
-def problem_dict(problem):
+def dense_v4(problem):
+    """A version 2 problem (the backward's) as version 4's: every input in the problem's dtype."""
+    dtype = problem.base.dtype
+    return ProblemV4(problem, dtype, dtype, dtype, 0)
+
+
+def problem_dict(problem4):
     """The problem as a plain dict, for attnfuzz_supports(problem)."""
+    problem = problem4.v2
     base = problem.base
     return {
+        "q_dtype": DTYPE_NAMES[problem4.q_dtype], "k_dtype": DTYPE_NAMES[problem4.k_dtype],
+        "v_dtype": DTYPE_NAMES[problem4.v_dtype], "descale": DESCALE_NAMES[problem4.descale],
         "batch": base.batch, "heads": base.heads, "kv_heads": base.kv_heads,
         "seq_len_q": base.seq_len_q, "seq_len_k": base.seq_len_k, "head_dim": base.head_dim,
         "dtype": DTYPE_NAMES[base.dtype], "causal": bool(base.causal),
@@ -154,9 +195,13 @@ class Kernel:
         self.torch = importlib.import_module("torch") if framework == "torch" else None
         self.jax = importlib.import_module("jax") if framework == "jax" else None
         try:
-            self.bfloat16 = importlib.import_module("ml_dtypes").bfloat16
+            ml_dtypes = importlib.import_module("ml_dtypes")
+            self.bfloat16 = ml_dtypes.bfloat16
+            # numpy's fp8 dtypes, by the framework names of DTYPE_NAMES.
+            self.float8 = {name: getattr(ml_dtypes, name) for name in FP8_NAMES}
         except ImportError:
             self.bfloat16 = None
+            self.float8 = {}
         source, separator, function = spec.rpartition(":")
         if not separator or not source or not function:
             raise ValueError("expected FILE.py:FUNCTION or MODULE:FUNCTION")
@@ -220,14 +265,24 @@ class Kernel:
     # ---- what runs ----
 
     def supports(self, problem_address):
-        problem = ProblemV2.from_address(problem_address)
+        problem4 = ProblemV4.from_address(problem_address)
+        problem = problem4.v2
         if problem.base.dtype == 1 and self.framework != "torch" and self.bfloat16 is None:
             return ("bf16 through --py-framework %s needs the ml_dtypes package (not importable)"
                     % self.framework)
+        for code in (problem4.q_dtype, problem4.k_dtype, problem4.v_dtype):
+            name = DTYPE_NAMES[code]
+            if name not in FP8_NAMES:
+                continue
+            if self.framework == "torch" and not hasattr(self.torch, name):
+                return "torch.%s: this PyTorch has no fp8 dtypes (2.1 and later do)" % name
+            if self.framework != "torch" and name not in self.float8:
+                return ("%s through --py-framework %s needs the ml_dtypes package (not importable)"
+                        % (name, self.framework))
         if self.user_supports is None:
             return None
         try:
-            reason = self.user_supports(problem_dict(problem))
+            reason = self.user_supports(problem_dict(problem4))
         except Exception as error:  # the user's predicate failed: say so, as a skip reason
             return "attnfuzz_supports raised " + error_text(error, self.user_file)
         if reason is None or reason is True:
@@ -236,8 +291,8 @@ class Kernel:
 
     def forward(self, problem_address, tensors_address):
         """Calls the function once; returns None, or an error text."""
-        problem = ProblemV2.from_address(problem_address)
-        tensors = TensorsV2.from_address(tensors_address)
+        problem = ProblemV4.from_address(problem_address)
+        tensors = TensorsV4.from_address(tensors_address)
         try:
             arguments = self.arguments(problem, tensors)
         except Exception as error:
@@ -246,7 +301,7 @@ class Kernel:
             return self.forward_jax(*arguments)
         out = arguments[3]
         try:
-            with self.stream_of(tensors.base.cuda_stream):
+            with self.stream_of(tensors.v2.base.cuda_stream):
                 returned = self.fn(*arguments[:4], **arguments[4])
                 if returned is None or returned is out:
                     return None
@@ -300,7 +355,8 @@ class Kernel:
             return None
         try:
             reason = self.user_supports_backward(
-                dict(problem_dict(problem.forward), deterministic=bool(problem.deterministic)))
+                dict(problem_dict(dense_v4(problem.forward)),
+                     deterministic=bool(problem.deterministic)))
         except Exception as error:
             return "attnfuzz_supports_backward raised " + error_text(error, self.user_file)
         if reason is None or reason is True:
@@ -314,7 +370,9 @@ class Kernel:
         tensors = TensorsV2.from_address(tensors_address)
         gradients = BackwardTensors.from_address(gradients_address)
         try:
-            q, k, v, out, keywords = self.arguments(forward, tensors)
+            q, k, v, out, keywords = self.arguments(dense_v4(forward), TensorsV4(tensors))
+            for name in DESCALE_KEYWORDS:  # no backward is handed fp8 inputs
+                keywords.pop(name, None)
             dout = self.laid_out(forward, gradients.grad_output, problem.grad_output_strides,
                                  "query")
             targets = (self.laid_out(forward, gradients.dq, problem.dq_strides, "query"),
@@ -430,15 +488,17 @@ class Kernel:
 
     def jax_arrays(self, keywords):
         """The keyword arguments that are arrays, as JAX copies."""
-        return {name: self.jax_copy(keywords[name]) for name in ARRAY_KEYWORDS}
+        return {name: self.jax_copy(keywords[name]) for name in ARRAY_KEYWORDS + DESCALE_KEYWORDS
+                if name in keywords}
 
     # ---- the tensors ----
 
     def view(self, address, shape, element_strides, kind):
         """A tensor over the harness's memory at `address`, of the framework asked for."""
         np = self.numpy
-        itemsize = 4 if kind in ("float32", "int32") else 2
-        typestr = {"float16": "<f2", "bfloat16": "<u2", "float32": "<f4", "int32": "<i4"}[kind]
+        itemsize = 4 if kind in ("float32", "int32") else 1 if kind in FP8_NAMES else 2
+        typestr = {"float16": "<f2", "bfloat16": "<u2", "float32": "<f4", "int32": "<i4",
+                   "float8_e4m3fn": "<u1", "float8_e5m2": "<u1"}[kind]
 
         class Memory:
             pass
@@ -458,13 +518,21 @@ class Kernel:
             if tensor.data_ptr() != int(address) and tensor.numel() > 0:
                 raise RuntimeError("torch copied the harness's device buffer instead of viewing "
                                    "it (a default device set to the CPU, or a PyTorch before 2.5?)")
-            return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
+            return self.torch_view(tensor, kind)
         memory.__array_interface__ = interface
         array = np.asarray(memory)
         if self.framework != "torch":  # numpy; jax's arrays are made from these (forward_jax)
-            return array.view(self.bfloat16) if kind == "bfloat16" else array
-        tensor = self.torch.from_dlpack(array)
-        return tensor.view(self.torch.bfloat16) if kind == "bfloat16" else tensor
+            if kind == "bfloat16":
+                return array.view(self.bfloat16)
+            return array.view(self.float8[kind]) if kind in FP8_NAMES else array
+        return self.torch_view(self.torch.from_dlpack(array), kind)
+
+    def torch_view(self, tensor, kind):
+        """`tensor` (16-bit or byte patterns) as the dtype `kind` names: bf16 and the fp8 dtypes
+        reinterpret the bits (torch.float8_e4m3fn, torch.float8_e5m2)."""
+        if kind == "bfloat16" or kind in FP8_NAMES:
+            return tensor.view(getattr(self.torch, kind))
+        return tensor
 
     def laid_out(self, problem, address, strides, role, kind=None):
         """A tensor at `address` with `strides`, shaped as Q and O are (role "query": [batch,
@@ -486,12 +554,16 @@ class Kernel:
         return self.view(address, (outer, rows, heads, dim),
                          (strides.batch, strides.seq, strides.head, 1), kind)
 
-    def arguments(self, problem, tensors):
+    def arguments(self, problem4, tensors4):
+        problem, tensors = problem4.v2, tensors4.v2
         base = problem.base
-        q = self.laid_out(problem, tensors.base.q, base.q_strides, "query")
+        q = self.laid_out(problem, tensors.base.q, base.q_strides, "query",
+                          DTYPE_NAMES[problem4.q_dtype])
         out = self.laid_out(problem, tensors.base.o, base.o_strides, "query")
-        k = self.laid_out(problem, tensors.base.k, base.k_strides, "key")
-        v = self.laid_out(problem, tensors.base.v, base.v_strides, "key")
+        k = self.laid_out(problem, tensors.base.k, base.k_strides, "key",
+                          DTYPE_NAMES[problem4.k_dtype])
+        v = self.laid_out(problem, tensors.base.v, base.v_strides, "key",
+                          DTYPE_NAMES[problem4.v_dtype])
 
         def index(address, shape):
             return None if not address else self.view(address, shape, _contiguous(shape), "int32")
@@ -519,6 +591,12 @@ class Kernel:
             "block_table": index(tensors.block_table, (base.batch, problem.pages_per_sequence)),
             "lse": lse,
         }
+        if self.features & FEATURE_BITS["fp8_inputs"]:
+            # FlashAttention 3's descale factors: fp32 [batch, kv_heads], or None (a factor of 1).
+            for name in DESCALE_KEYWORDS:
+                address = getattr(tensors4, name)
+                keywords[name] = None if not address else self.view(
+                    address, (base.batch, base.kv_heads), (base.kv_heads, 1), "float32")
         return (q, k, v, out, keywords)
 
     def copy_returned(self, returned, out):

@@ -13,7 +13,8 @@
  *     element (b, s, h, d) of Q is q[b * q_strides.batch + s * q_strides.seq + h * q_strides.head +
  * d] Each tensor has strides of its own: O's, K's and V's may differ from Q's and from one another
  * (a fresh or sliced O, a transposed V, views into one packed QKV buffer).
- * Elements are raw IEEE fp16 or bfloat16 bit patterns (uint16_t). GQA/MQA: query head h reads
+ * Elements are raw IEEE fp16 or bfloat16 bit patterns (uint16_t); version 4's fp8 inputs are one
+ * byte per element (below). GQA/MQA: query head h reads
  * key/value head h / (heads / kv_heads). Causal (bottom-right aligned, as FlashAttention): query i
  * sees key j iff j <= i + seq_len_k - seq_len_q; a query row that sees no key must produce 0.
  *
@@ -189,7 +190,8 @@ typedef struct attnfuzz_backward_tensors {
 #define ATTNFUZZ_DTYPE_E4M3 2
 #define ATTNFUZZ_DTYPE_E5M2 3
 
-/* Feature bit: the plugin takes fp8 inputs (attnfuzz_problem_v4, attnfuzz_tensors_v4). */
+/* Feature bit: the plugin takes fp8 inputs (attnfuzz_problem_v4, attnfuzz_tensors_v4). For now a
+ * host plugin's: a plugin on the CUDA device skips fp8 cases whatever it declares. */
 #define ATTNFUZZ_FEATURE_FP8_INPUTS 256u
 
 /* How an fp8 tensor's values are scaled back (attnfuzz_problem_v4's descale). */

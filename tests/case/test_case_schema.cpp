@@ -171,10 +171,17 @@ TEST_P(EachCaseField, ChangesExactlyWhatItsUseSays) {
       EXPECT_NE(changed.backward, base.backward);
       break;
     case CaseFieldUse::storage:
-      // The problem says how its inputs are stored; no plugin ABI carries that yet, so it is a
-      // feature that no plugin can declare (kernels/plugin_kernel.cpp): plugins skip it.
+      // The problem says how its inputs are stored: version 4's problem carries it, version 2's
+      // does not, so it is a feature only a version 4 plugin declares (kernels/plugin_kernel.cpp).
       EXPECT_TRUE(shape_changed) << key << " does not reach the problem (problem_of)";
       EXPECT_FALSE(strides_changed || abi_changed) << key;
+      {
+        const attnfuzz_problem_v4 before = abi_problem_v4_of(problem_of(base));
+        const attnfuzz_problem_v4 after = abi_problem_v4_of(changed_problem);
+        EXPECT_TRUE(before.q_dtype != after.q_dtype || before.k_dtype != after.k_dtype ||
+                    before.v_dtype != after.v_dtype || before.descale != after.descale)
+            << key << " does not reach plugin ABI version 4's problem";
+      }
       EXPECT_NE(
           features_of(changed_problem) & static_cast<std::uint32_t>(ProblemFeature::fp8_inputs), 0u)
           << key;

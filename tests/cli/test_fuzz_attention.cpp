@@ -682,7 +682,7 @@ TEST_F(FuzzAttention, ABackwardCaseOnAKernelWithoutABackwardIsSkippedNamingWhy) 
   EXPECT_THAT(result.out, HasSubstr("has no backward pass"));
 }
 
-TEST_F(FuzzAttention, Fp8CasesPassTheCorrectKernelAndAPluginSkipsThemNamingTheFeature) {
+TEST_F(FuzzAttention, Fp8CasesPassTheCorrectKernelAndReachAPluginOnlyWhenItDeclaresThem) {
   const std::string matrix = "--backend cpu --in-process --configs " +
                              quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/fp8.json");
   const RunResult correct = run(matrix);
@@ -708,10 +708,15 @@ TEST_F(FuzzAttention, AKernelThatRoundsPToFp8IsJudgedByItsDeclarationAndOnlyByIt
   const std::string plant = matrix + " --plant fp8_p_rounded_to_e4m3";
   const RunResult undeclared = run(plant);
   EXPECT_EQ(undeclared.exit_code, 1) << undeclared.out << undeclared.err;
-  for (const char* declared_as : {"e4m3", "v"}) {
-    const RunResult declared = run(plant + " --probabilities " + declared_as);
-    EXPECT_EQ(declared.exit_code, 0) << declared_as << "\n" << declared.out << declared.err;
-  }
+  // The plant rounds P to e4m3 whatever V's format: e4m3 is what it declares (`v` would say e5m2
+  // for an e5m2 V, whose finer subnormals it does not keep).
+  const RunResult declared =
+      run(plant + " --probabilities e4m3 --json " + quoted(path("declared.json").string()));
+  EXPECT_EQ(declared.exit_code, 0) << declared.out << declared.err;
+  const nlohmann::json report = nlohmann::json::parse(read_file(path("declared.json")));
+  EXPECT_THAT(report["environment"]["numerics"].value("declared_probabilities", ""),
+              ::testing::StartsWith("e4m3 for P before P V (--probabilities)"));
+  EXPECT_FALSE(report["environment"]["numerics"].contains("declared_accumulation"));
   const RunResult other_bug = run(matrix + " --plant fp8_descale_twice --probabilities v");
   EXPECT_EQ(other_bug.exit_code, 1) << other_bug.out;
   EXPECT_THAT(other_bug.out, HasSubstr("--probabilities v")) << "the replay declares it";

@@ -64,6 +64,14 @@ TEST_F(PythonKernel, ACorrectReferencePassesEveryEdgeAndVariantCase) {
   }
 }
 
+TEST_F(PythonKernel, Fp8InputsReachAFunctionAsMlDtypesArraysWithTheirDescaleFactors) {
+  // The reference declares fp8_inputs: handed float8_e4m3fn / float8_e5m2 views of the harness's
+  // bytes and FlashAttention 3's q_descale, k_descale, v_descale, it passes every case of fp8.json.
+  const RunResult result = run_python(kReference, "attention", "--configs " + matrix("fp8.json"));
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.last_line(), ::testing::MatchesRegex("[0-9]+ passed, 0 failed, 0 skipped"));
+}
+
 // Each plant of tests/python/reference_attention.py, and the matrix that shows it.
 struct PythonPlant {
   const char* name;
@@ -164,6 +172,10 @@ TEST_F(PythonKernel, WhatTheFunctionDeclaresDecidesWhichCasesItGets) {
   const RunResult fp16 = run_python(kMisbehaving, "only_fp16", "--configs " + matrix("edges.json"));
   EXPECT_EQ(fp16.exit_code, 0) << fp16.out << fp16.err;
   EXPECT_THAT(fp16.out, HasSubstr("only fp16, not bfloat16"));
+  // fp8 inputs only for a function that declares them.
+  const RunResult fp8 = run_python(kMisbehaving, "only_fp16", "--configs " + matrix("fp8.json"));
+  EXPECT_EQ(fp8.exit_code, 2) << fp8.out << fp8.err;
+  EXPECT_THAT(fp8.out, HasSubstr("(plugin) does not support fp8 inputs"));
 }
 
 TEST_F(PythonKernel, AttnfuzzSupportsSeesEachTensorsStrides) {

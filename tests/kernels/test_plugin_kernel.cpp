@@ -135,6 +135,11 @@ TEST(PluginKernel, TheVersion4ExampleReadsFp8BytesAndDescaleFactorsAndPassesEver
     ++passed;
   }
   EXPECT_GE(passed, 31);
+  // No version hands a backward fp8 inputs: its support says so, whatever the plugin declares.
+  const SupportVerdict backward =
+      example.backward_support(problem_of(load_built_in_matrix("fp8.json").cases.front()));
+  EXPECT_FALSE(backward.supported);
+  EXPECT_THAT(backward.reason, ::testing::HasSubstr("hands a backward pass fp8 inputs"));
 }
 
 TEST(PluginKernel, TheVersion2ExamplePassesEveryVariantAndEveryEdgeCase) {

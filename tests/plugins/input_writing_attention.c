@@ -2,19 +2,22 @@
 /* Plugins of ABI version 2 (and 4, for fp8 inputs) that write what they were handed to read, or
  * past what they were handed to write, as kernels shipped with the bug do: the version 2 example's
  * correct attention (examples/cpu_plugin_v2/variant_attention.c) around one misuse of a buffer,
- * chosen by INPUT_FAULT: INPUT_FAULT_ZERO_INPUTS          zeroes Q, K and V in place, then computes
- * on the zeros INPUT_FAULT_REWRITE_BLOCK_TABLE  (paged cases) points the block table at the logical
- * pages, then computes through it INPUT_FAULT_ZERO_SLOPES          (ALiBi cases) zeroes the slopes,
- * then computes without bias INPUT_FAULT_EMPTY_CU_SEQLENS     (varlen cases) zeroes cu_seqlens_q
- * and cu_seqlens_k and writes nothing INPUT_FAULT_SCALE_Q_AFTER        computes, then doubles Q in
- * place (an in-place RoPE) INPUT_FAULT_WRITE_PAST_K         computes, then writes the element 64
- * past K's end INPUT_FAULT_WRITE_PAST_O         computes, then writes the element 4096 past O's end
- *   INPUT_FAULT_WRITE_PAST_LSE       (cases with the log-sum-exp) computes, then writes the
- *                                    value 4096 past the log-sum-exp's last row
- *   INPUT_FAULT_ZERO_FP8_K           (version 4: fp8 inputs) zeroes the bytes of an fp8 K, then
- *                                    computes on the zeros
- * A harness that computed its oracle, or counted rows, from the buffers it handed the kernel would
- * pass the first four. */
+ * chosen by INPUT_FAULT, one of:
+ *
+ * - ZERO_INPUTS: zeroes Q, K and V in place, then computes on the zeros;
+ * - REWRITE_BLOCK_TABLE (paged cases): points the block table at the logical pages, then computes
+ *   through it;
+ * - ZERO_SLOPES (ALiBi cases): zeroes the slopes, then computes without bias;
+ * - EMPTY_CU_SEQLENS (varlen cases): zeroes cu_seqlens_q and cu_seqlens_k and writes nothing;
+ * - SCALE_Q_AFTER: computes, then doubles Q in place (an in-place RoPE);
+ * - WRITE_PAST_K: computes, then writes the element 64 past K's end;
+ * - WRITE_PAST_O: computes, then writes the element 4096 past O's end;
+ * - WRITE_PAST_LSE (cases with the log-sum-exp): computes, then writes the value 4096 past the
+ *   log-sum-exp's last row;
+ * - ZERO_FP8_K (version 4: fp8 inputs): zeroes the bytes of an fp8 K, then computes on the zeros.
+ *
+ * (each INPUT_FAULT_ prefixed). A harness that computed its oracle, or counted rows, from the
+ * buffers it handed the kernel would pass the first four. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -83,7 +83,10 @@ def masked_scores(q_h, k_h, scale, softcap, slope, visible):
 
 
 def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alibi_slopes,
-              cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse):
+              cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, block_table, lse,
+              q_descale=None, k_descale=None, v_descale=None):
+    """Every input read as float64 (fp8 ones through ml_dtypes), each fp8 tensor's elements times
+    their (batch, KV head) descale factor."""
     heads, kv_heads, head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
     group = heads // kv_heads
     batch = len(cu_seqlens_q) - 1 if cu_seqlens_q is not None else q.shape[0]
@@ -102,14 +105,17 @@ def attention(q, k, v, out, *, softmax_scale, causal, window_size, softcap, alib
         visible = visible_keys(queries, keys, causal, window_size)
         for h in range(heads):
             kv = h % kv_heads if PLANT == "gqa_modulo" else h // group
-            scores, _ = masked_scores(q_b[:, h], k_b[:, kv], scale, softcap,
+            q_factor, k_factor, v_factor = (1.0 if factors is None else float(factors[b, kv])
+                                            for factors in (q_descale, k_descale, v_descale))
+            scores, _ = masked_scores(q_b[:, h].astype(np.float64) * q_factor,
+                                      k_b[:, kv].astype(np.float64) * k_factor, scale, softcap,
                                       None if alibi_slopes is None else float(alibi_slopes[h]),
                                       visible)
             sees_a_key = visible.any(axis=1) if keys > 0 else np.zeros(queries, dtype=bool)
             row_max = np.where(sees_a_key, scores.max(axis=1, initial=-np.inf), 0.0)
             weights = np.exp(scores - row_max[:, None])
             row_sum = weights.sum(axis=1)
-            values = weights @ v_b[:, kv].astype(np.float64)
+            values = weights @ (v_b[:, kv].astype(np.float64) * v_factor)
             with np.errstate(invalid="ignore", divide="ignore"):
                 if PLANT == "masked_row_nan":
                     output = values / row_sum[:, None]
@@ -181,5 +187,5 @@ def attention_backward(dout, q, k, v, out, lse, dq, dk, dv, *, softmax_scale, ca
 
 
 attention.attnfuzz_features = {"varlen", "paged_kv", "sliding_window", "softcap", "alibi",
-                               "return_lse", "backward"}
+                               "return_lse", "backward", "fp8_inputs"}
 attention.attnfuzz_backward = attention_backward
