@@ -158,8 +158,9 @@ class BytePackedInput {
     }
     if (const std::optional<std::ptrdiff_t> slack = bytes_.first_changed_slack_byte()) {
       return "the plugin wrote outside " + name_ + "'s bytes: " +
-             (*slack >= 0 ? std::to_string(*slack) + " past their end (beyond the guard tail)"
-                          : std::to_string(-*slack) + " before their start");
+             (*slack >= 0
+                  ? "byte " + std::to_string(*slack + 1) + " past their end (beyond the guard tail)"
+                  : "byte " + std::to_string(-*slack) + " before their start");
     }
     return std::nullopt;
   }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // fuzz_attention --kernel-py FILE.py:FUNCTION: a plugin of the C ABI (version 2's functions, handed
-// version 4's problem and tensors, and version 3's backward) that hosts CPython and calls a Python function for each case. Everything
-// the harness does to a plugin (its probe in a child process, workers, poison and guard margins,
-// the fences, inputs as evidence, properties, libFuzzer) applies unchanged; this file only starts
-// the interpreter and hands the ABI's structs to bridge_glue.py (compiled in), which reads them
-// with ctypes and makes the tensors.
+// version 4's problem and tensors, and version 3's backward) that hosts CPython and calls a Python
+// function for each case. Everything the harness does to a plugin (its probe in a child process,
+// workers, poison and guard margins, the fences, inputs as evidence, properties, libFuzzer) applies
+// unchanged; this file only starts the interpreter and hands the ABI's structs to bridge_glue.py
+// (compiled in), which reads them with ctypes and makes the tensors.
 //
 // What to load comes from the environment, which fuzz_attention sets before it loads this plugin
 // (its workers and probe inherit it): ATTNFUZZ_KERNEL_PY (the FILE.py:FUNCTION or MODULE:FUNCTION),

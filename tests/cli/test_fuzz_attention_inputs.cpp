@@ -74,13 +74,21 @@ INSTANTIATE_TEST_SUITE_P(
                            "of the log-sum-exp output"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST_F(FuzzAttention, APluginThatZeroesItsFp8KFailsNamingTheByte) {
+TEST_F(FuzzAttention, APluginThatWritesIntoItsFp8KFailsNamingTheByte) {
   // Version 4 hands fp8 inputs as bytes, a copy of the harness's: a write into it is found too.
   const RunResult result =
       run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/fp8.json") +
           " --quiet --kernel-lib " + quoted(ATTNFUZZ_INPUT_ZERO_FP8_K_PLUGIN));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("the plugin changed the input K, byte ")) << result.out;
+  const RunResult past_end =
+      run("--configs " + quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/fp8.json") +
+          " --quiet --kernel-lib " + quoted(ATTNFUZZ_INPUT_WRITE_PAST_FP8_K_PLUGIN));
+  EXPECT_EQ(past_end.exit_code, 1) << past_end.out << past_end.err;
+  EXPECT_THAT(past_end.out, ::testing::ContainsRegex("the plugin changed the input K, byte [0-9]+ "
+                                                     "\\(past the tensor's [0-9]+ elements, in "
+                                                     "its guard tail\\)"))
+      << past_end.out;
 }
 
 TEST_F(FuzzAttention, AWritePastAnInputsEndIsNamedAsAWriteIntoItsGuardTail) {

@@ -14,7 +14,8 @@
  * - WRITE_PAST_O: computes, then writes the element 4096 past O's end;
  * - WRITE_PAST_LSE (cases with the log-sum-exp): computes, then writes the value 4096 past the
  *   log-sum-exp's last row;
- * - ZERO_FP8_K (version 4: fp8 inputs): zeroes the bytes of an fp8 K, then computes on the zeros.
+ * - ZERO_FP8_K (version 4: fp8 inputs): zeroes the bytes of an fp8 K, then computes on the zeros;
+ * - WRITE_PAST_FP8_K (version 4): computes, then writes the byte 64 past an fp8 K's end.
  *
  * (each INPUT_FAULT_ prefixed). A harness that computed its oracle, or counted rows, from the
  * buffers it handed the kernel would pass the first four. */
@@ -34,6 +35,7 @@
 #define INPUT_FAULT_WRITE_PAST_O 7
 #define INPUT_FAULT_WRITE_PAST_LSE 8
 #define INPUT_FAULT_ZERO_FP8_K 9
+#define INPUT_FAULT_WRITE_PAST_FP8_K 10
 
 /* One past the last element a tensor of `rows` rows per (batch or page) spans. */
 static int64_t span_of(const attnfuzz_strides* strides, int64_t outer, int64_t rows, int64_t heads,
@@ -100,8 +102,9 @@ int attnfuzz_plugin_site(void) {
 }
 
 uint32_t attnfuzz_plugin_features(void) {
-  return VARIANT_ATTENTION_FEATURES |
-         (INPUT_FAULT == INPUT_FAULT_ZERO_FP8_K ? ATTNFUZZ_FEATURE_FP8_INPUTS : 0u);
+  const int fp8 =
+      INPUT_FAULT == INPUT_FAULT_ZERO_FP8_K || INPUT_FAULT == INPUT_FAULT_WRITE_PAST_FP8_K;
+  return VARIANT_ATTENTION_FEATURES | (fp8 ? ATTNFUZZ_FEATURE_FP8_INPUTS : 0u);
 }
 
 int attnfuzz_plugin_supports_v2(const attnfuzz_problem_v2* problem, char* reason,
@@ -155,6 +158,15 @@ int attnfuzz_plugin_forward_v2(const attnfuzz_problem_v2* problem,
       }
       return variant_attention_forward_v4(fp8, (const attnfuzz_tensors_v4*)tensors, 0, error,
                                           error_size);
+    }
+    case INPUT_FAULT_WRITE_PAST_FP8_K: {
+      const attnfuzz_problem_v4* fp8 = (const attnfuzz_problem_v4*)problem;
+      const int status = variant_attention_forward_v4(fp8, (const attnfuzz_tensors_v4*)tensors, 0,
+                                                      error, error_size);
+      if (fp8->k_dtype == ATTNFUZZ_DTYPE_E4M3 || fp8->k_dtype == ATTNFUZZ_DTYPE_E5M2) {
+        ((uint8_t*)k)[kv_span(problem, &base->k_strides) + 63] = 0; /* in the guard tail */
+      }
+      return status;
     }
     default:
       break;
