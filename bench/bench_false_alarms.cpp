@@ -16,19 +16,26 @@
 // declines (head dims it has no tiles for) are skipped.
 //
 // A kernel with other numerics is judged by what it declares: --plant NAME runs cpu_flash with a
-// planted bug that is such numerics (pv_fp16_accumulation, fp8_p_rounded_to_e4m3), --accumulation
-// and --probabilities declare them as fuzz_attention's flags do (oracle/declared_numerics.h).
+// planted bug that is such numerics (pv_fp16_accumulation, fp8_p_rounded_to_e4m3,
+// fp8_dequantized_to_output), --accumulation, --probabilities and --dequantize-to declare them as
+// fuzz_attention's flags do (oracle/declared_numerics.h).
 //
 //   bench_false_alarms [--cases N] [--first F] [--seed S] [--kernel NAME] [--jobs J] [--backward]
 //                      [--plant NAME] [--accumulation A[/KEYS]] [--probabilities P]
+//                      [--dequantize-to D]
+//                      [--only FEATURE]
 // Case i is drawn from (S, i) alone: --first F runs cases F to F + N - 1 of the seed's stream, so
-// that a long run can be done in parts that together are the one run.
+// that a long run can be done in parts that together are the one run. --only FEATURE (a feature's
+// id: fp8_inputs, paged_kv, varlen, ...) runs, of those cases, only the ones that use it and passes
+// over the rest unrun, so that a run can spend its time on one axis (10^5 fp8 cases are about 6.5
+// times as many of the stream).
 // Cases are spread over J threads (default: one per core), each running one case at a time on a
 // single thread, which keeps every core busy on small cases. Prints each false alarm (case JSON
 // and reason), coverage by distribution and dtype and by variant and placement, the worst
 // error_ratio and bias ratio seen, the skips by cause and the throughput. SIGINT or SIGTERM stops
-// it early: the cases under way finish and the summary covers the cases run. Exit code 1 when there
-// was any false alarm.
+// it early: the cases under way finish, the summary covers the cases run, and it says which
+// --first goes on from there (every case below it ran). Exit code 1 when there was any false
+// alarm.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -64,7 +71,8 @@ struct Tally {
   std::map<std::string, long long> checked_by_class;
   std::map<std::string, long long> checked_by_feature;
   std::map<std::string, long long> skipped_by_cause;
-  long long false_alarms = 0, skipped = 0, property_checks = 0;
+  long long false_alarms = 0, skipped = 0, property_checks = 0, passed_over = 0;
+  long long next_index = 0;  // the first of this thread's indices not finished
   double worst_ratio = 0.0, worst_bias_ratio = 0.0;
   std::string worst_case;
 
@@ -76,6 +84,7 @@ struct Tally {
     false_alarms += other.false_alarms;
     skipped += other.skipped;
     property_checks += other.property_checks;
+    passed_over += other.passed_over;
     if (other.worst_ratio > worst_ratio) {
       worst_ratio = other.worst_ratio;
       worst_case = other.worst_case;
@@ -123,12 +132,37 @@ void check_metamorphic(PropertyPass pass, const AttentionCase& attention_case,
   }
 }
 
+// The features --only names, by their ids.
+struct FeatureId {
+  std::string_view id;
+  ProblemFeature feature;
+};
+constexpr FeatureId kFeatureIds[] = {
+#define ATTNFUZZ_FEATURE_ID(id, bit, name, used) {#id, ProblemFeature::id},
+    ATTNFUZZ_PROBLEM_FEATURES(ATTNFUZZ_FEATURE_ID)
+#undef ATTNFUZZ_FEATURE_ID
+};
+
+// Case `index` of the seed's stream; with `only`, nothing when it does not use that feature.
+std::optional<AttentionCase> drawn_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed,
+                                        long long index, std::optional<ProblemFeature> only,
+                                        Tally& tally) {
+  AttentionCase attention_case =
+      generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
+  if (only && (features_of(problem_of(attention_case)) & static_cast<std::uint32_t>(*only)) == 0) {
+    ++tally.passed_over;
+    return std::nullopt;
+  }
+  return attention_case;
+}
+
 // Case `index` of the run: against the oracle, and every tenth against every forward property
 // (which passes over a case with a variant: the relations are written for dense cases).
 void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, long long index,
-                const RunSettings& settings, Tally& tally) {
-  const AttentionCase attention_case =
-      generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
+                std::optional<ProblemFeature> only, const RunSettings& settings, Tally& tally) {
+  const std::optional<AttentionCase> drawn = drawn_case(generator, seed, index, only, tally);
+  if (!drawn) return;
+  const AttentionCase& attention_case = *drawn;
   const CaseResult result = CaseRunner(settings).run(attention_case);
   ++tally.cases;
   if (result.status == CaseStatus::skip) {
@@ -163,9 +197,11 @@ void check_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed, lon
 
 // Case `index` of the run through the kernel's backward pass.
 void check_backward_case(const rc::Gen<AttentionCase>& generator, std::uint64_t seed,
-                         long long index, const AttentionKernel& kernel, Tally& tally) {
-  const AttentionCase attention_case =
-      generator(rc::Random(seed * 1000003 + static_cast<std::uint64_t>(index)), 100).value();
+                         long long index, std::optional<ProblemFeature> only,
+                         const AttentionKernel& kernel, Tally& tally) {
+  const std::optional<AttentionCase> drawn = drawn_case(generator, seed, index, only, tally);
+  if (!drawn) return;
+  const AttentionCase& attention_case = *drawn;
   ++tally.cases;
   const SupportVerdict support = kernel.backward_support(problem_of(attention_case));
   if (!support.supported) {
@@ -214,7 +250,8 @@ int main(int argc, char** argv) {
   RunSettings settings;
   settings.backend = Backend::cpu;
   bool backward = false;
-  std::string accumulation = "fp32", probabilities = "output";
+  std::string accumulation = "fp32", probabilities = "output", dequantize_to = "none";
+  std::optional<ProblemFeature> only;
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--backward") == 0) {
       backward = true;
@@ -237,20 +274,38 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[arg], "--accumulation") == 0) accumulation = argv[arg + 1];
     if (std::strcmp(argv[arg], "--probabilities") == 0) probabilities = argv[arg + 1];
+    if (std::strcmp(argv[arg], "--dequantize-to") == 0) dequantize_to = argv[arg + 1];
+    if (std::strcmp(argv[arg], "--only") == 0) {
+      const auto row =
+          std::find_if(std::begin(kFeatureIds), std::end(kFeatureIds),
+                       [&](const FeatureId& feature) { return feature.id == argv[arg + 1]; });
+      if (row == std::end(kFeatureIds)) {
+        std::fprintf(stderr, "bench_false_alarms: --only: no feature %s (one of:", argv[arg + 1]);
+        for (const FeatureId& feature : kFeatureIds) {
+          std::fprintf(stderr, " %s", std::string(feature.id).c_str());
+        }
+        std::fprintf(stderr, ")\n");
+        return 3;
+      }
+      only = row->feature;
+    }
     ++arg;
   }
   std::optional<DeclaredNumerics> numerics = parse_accumulation(accumulation);
   if (numerics) numerics = parse_probabilities(probabilities, *numerics);
+  if (numerics) numerics = parse_dequantization(dequantize_to, *numerics);
   if (!numerics) {
-    std::fprintf(stderr, "bench_false_alarms: cannot read --accumulation %s --probabilities %s\n",
-                 accumulation.c_str(), probabilities.c_str());
+    std::fprintf(stderr,
+                 "bench_false_alarms: cannot read --accumulation %s --probabilities %s "
+                 "--dequantize-to %s\n",
+                 accumulation.c_str(), probabilities.c_str(), dequantize_to.c_str());
     return 3;
   }
   settings.numerics = *numerics;
   if (backward && (settings.plant != PlantedBug::none || settings.numerics.declared())) {
     std::fprintf(stderr,
                  "bench_false_alarms: --backward runs a correct kernel's backward under the locked "
-                 "numerics: no --plant, --accumulation or --probabilities\n");
+                 "numerics: no --plant, --accumulation, --probabilities or --dequantize-to\n");
     return 3;
   }
   const AttentionKernel* backward_kernel = nullptr;
@@ -268,6 +323,10 @@ int main(int argc, char** argv) {
   // does not run) so that its draws are not spent on cases it declines.
   KernelReach reach;
   if (backward) reach.features &= ~static_cast<std::uint32_t>(ProblemFeature::paged_kv);
+  if (only && (reach.features & static_cast<std::uint32_t>(*only)) == 0) {
+    std::fprintf(stderr, "bench_false_alarms: --only: these runs never draw that feature\n");
+    return 3;
+  }
   const rc::Gen<AttentionCase> generator = search_cases(reach);
   std::vector<Tally> tallies(static_cast<std::size_t>(jobs));
   const auto started = std::chrono::steady_clock::now();
@@ -275,23 +334,32 @@ int main(int argc, char** argv) {
   for (int job = 0; job < jobs; ++job) {
     threads.emplace_back([&, job] {
       Tally& tally = tallies[static_cast<std::size_t>(job)];
-      for (long long index = first + job; index < first + cases && !stop_requested; index += jobs) {
+      tally.next_index = first + cases;
+      for (long long index = first + job; index < first + cases; index += jobs) {
+        if (stop_requested) {
+          tally.next_index = index;
+          break;
+        }
         if (index > first && (index - first) % 10000 == 0) {
           const std::lock_guard<std::mutex> lock(output_mutex);
           std::fprintf(stderr, "%lld cases, %lld false alarms on this thread\n", index - first,
                        tally.false_alarms);
         }
         if (backward) {
-          check_backward_case(generator, seed, index, *backward_kernel, tally);
+          check_backward_case(generator, seed, index, only, *backward_kernel, tally);
         } else {
-          check_case(generator, seed, index, settings, tally);
+          check_case(generator, seed, index, only, settings, tally);
         }
       }
     });
   }
   for (std::thread& thread : threads) thread.join();
   Tally total;
-  for (const Tally& tally : tallies) total.merge(tally);
+  long long resume_at = first + cases;
+  for (const Tally& tally : tallies) {
+    total.merge(tally);
+    resume_at = std::min(resume_at, tally.next_index);
+  }
 
   const double seconds = seconds_since(started);
   std::printf("\ncases checked against the oracle, by distribution and dtype:\n");
@@ -305,12 +373,23 @@ int main(int argc, char** argv) {
   std::printf("worst bias ratio (1 fails): %.3f\n", total.worst_bias_ratio);
   for (const auto& [cause, count] : total.skipped_by_cause)
     std::printf("skipped as %s: %lld\n", cause.c_str(), count);
+  if (only) {
+    std::printf("passed over, not using %s: %lld\n",
+                std::find_if(std::begin(kFeatureIds), std::end(kFeatureIds),
+                             [&](const FeatureId& feature) { return feature.feature == *only; })
+                    ->id.data(),
+                total.passed_over);
+  }
   std::printf(
       "%lld random cases (%lld skipped; from case %lld of seed %llu)%s, %lld metamorphic checks, "
       "%d jobs, %.0f s (%.0f cases/s)\n",
       total.cases, total.skipped, first, static_cast<unsigned long long>(seed),
       stop_requested ? ", stopped early" : "", total.property_checks, jobs, seconds,
       static_cast<double>(total.cases) / seconds);
+  if (stop_requested) {
+    // Every case below this index ran (some above it too, with several jobs).
+    std::printf("to go on: --first %lld\n", resume_at);
+  }
   std::printf("false alarms: %lld\n", total.false_alarms);
   return total.false_alarms == 0 ? 0 : 1;
 }

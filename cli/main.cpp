@@ -51,7 +51,11 @@ RunReport start_report(const CaseMatrix& matrix, const RunSettings& settings) {
       {numerics.probabilities_declared(), "declared_probabilities",
        probabilities_name(numerics) +
            " for P before P V (--probabilities): the bias test is off where P is coarser than the "
-           "output"}};
+           "output"},
+      {numerics.dequantization_declared(), "declared_dequantization",
+       dequantization_name(numerics) +
+           " for fp8 inputs, each times its factor, before the products (--dequantize-to): the "
+           "bias test is off for fp8 cases"}};
   for (const auto& declaration : declarations) {
     if (!declaration.declared) continue;
     report.environment.numerics.emplace_back(

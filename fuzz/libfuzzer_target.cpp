@@ -16,6 +16,7 @@
 //   fuzz_attention_libfuzzer [libFuzzer flags] [--kernel=NAME] [--kernel-lib=PLUGIN.so]
 //                            [--plant=NAME] [--backend=NAME] [--oracle=NAME] [--threads=N]
 //                            [--repeats=N] [--accumulation=A[/KEYS]] [--probabilities=P]
+//                            [--dequantize-to=D]
 //                            [--kernel-py=FILE.py:FUNCTION [--python=PATH] [--py-framework=F]]
 //                            [CORPUS_DIR...]
 // These are the rows of fuzz_attention's flag table marked SHARED_OPTION
@@ -25,7 +26,7 @@
 // that is set and not empty (the flag wins):
 //   ATTNFUZZ_KERNEL, ATTNFUZZ_KERNEL_LIB, ATTNFUZZ_PLANT, ATTNFUZZ_BACKEND, ATTNFUZZ_ORACLE,
 //   ATTNFUZZ_THREADS, ATTNFUZZ_REPEATS, ATTNFUZZ_ACCUMULATION, ATTNFUZZ_PROBABILITIES,
-//   ATTNFUZZ_KERNEL_PY, ATTNFUZZ_PYTHON, ATTNFUZZ_PY_FRAMEWORK.
+//   ATTNFUZZ_DEQUANTIZE_TO, ATTNFUZZ_KERNEL_PY, ATTNFUZZ_PYTHON, ATTNFUZZ_PY_FRAMEWORK.
 // Defaults are fuzz_attention's, except the backend: cpu (auto or cuda for the CUDA kernels). A
 // plugin's kernel is the one fuzzed unless --kernel names another. A bad value, an unknown kernel
 // or a kernel without the plant ends the process with kExitHarnessError (3) and the reason.

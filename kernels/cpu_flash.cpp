@@ -142,7 +142,9 @@ struct QueryTile {
   std::int64_t key_end;  // keys from here on are masked
   float scale;           // applied to Q K^T: the softmax scale times Q's and K's descale factors
   float value_descale;   // applied to the output (FlashAttention 3's v_descale); 1 without
-  float alibi_slope;     // 0 without ALiBi
+  // Each element's factor where the elements carry them (fp8_dequantized_to_output); 1 otherwise.
+  float query_element_factor, key_element_factor, value_element_factor;
+  float alibi_slope;  // 0 without ALiBi
 };
 
 // One key tile of a query tile's loop.
@@ -256,9 +258,24 @@ QueryTile plan_query_tile(const FlashCall& call, std::int64_t batch, std::int64_
   for (int times = 0; times < score_descale_applications(call.plant); ++times) {
     tile.scale = tile.scale * factor(tensors.q_descale, entry) * factor(tensors.k_descale, entry);
   }
-  tile.value_descale = factor(
-      output_descaled_by_key_factor(call.plant) ? tensors.k_descale : tensors.v_descale, entry);
+  tile.value_descale = output_descaled(call.plant)
+                           ? factor(output_descaled_by_key_factor(call.plant) ? tensors.k_descale
+                                                                              : tensors.v_descale,
+                                    entry)
+                           : 1.0f;
+  const bool elements_scaled = dequantizes_into_output_dtype(call.plant);
+  tile.query_element_factor = elements_scaled ? factor(tensors.q_descale, entry) : 1.0f;
+  tile.key_element_factor = elements_scaled ? factor(tensors.k_descale, entry) : 1.0f;
+  tile.value_element_factor = elements_scaled ? factor(tensors.v_descale, entry) : 1.0f;
   return tile;
+}
+
+// fp8_dequantized_to_output: each staged value times its factor, rounded to the output dtype (a
+// 16-bit input's factor is 1, and the rounding leaves it as it is; zeros stay zero).
+ATTNFUZZ_KERNEL_STAGE void dequantize_in_place(float* values, std::int64_t count, float factor,
+                                               Dtype dtype) {
+  for (std::int64_t index = 0; index < count; ++index) values[index] *= factor;
+  round_to_dtype_in_place(values, count, dtype);
 }
 
 // Clears the workspace for the tile and widens its Q rows to fp32.
@@ -278,6 +295,9 @@ ATTNFUZZ_KERNEL_STAGE void load_query_tile(const FlashCall& call, const QueryTil
   for (int row = 0; row < tile.rows; ++row) {
     const std::uint16_t* q_row = tile.q_head + (tile.first_row + row) * problem.q_strides.seq;
     for (std::int64_t d = 0; d < dim; ++d) work.query[row * dim + d] = call.widen_q[q_row[d]];
+  }
+  if (dequantizes_into_output_dtype(call.plant)) {
+    dequantize_in_place(&work.query[0], tile.rows * dim, tile.query_element_factor, problem.dtype);
   }
 }
 
@@ -305,6 +325,10 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
       work.key_t[d * block_n + col] = call.widen_k[k_row[d]];
       work.value[col * dim + d] = call.widen_v[v_row[d]];
     }
+  }
+  if (dequantizes_into_output_dtype(call.plant)) {
+    dequantize_in_place(&work.key_t[0], dim * block_n, tile.key_element_factor, problem.dtype);
+    dequantize_in_place(&work.value[0], block_n * dim, tile.value_element_factor, problem.dtype);
   }
 }
 

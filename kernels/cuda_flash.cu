@@ -29,6 +29,11 @@
 //
 // Shapes: Q, K, V, O are [batch][seq][head][head_dim] by their strides (any layout, padded rows),
 // head_dim contiguous. Elements are raw 16-bit patterns, as everywhere in the harness.
+//
+// fp8 inputs (core/fp8_inputs.h) are decoded as they are staged in shared memory: each e4m3 or e5m2
+// pattern becomes the case's fp16 or bf16 element, exactly (both hold every fp8 value), so the
+// tensor cores run as for 16-bit inputs; the descale factors fold into the score's scale and the
+// output, as cpu_flash and FlashAttention 3 apply them.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -40,6 +45,7 @@
 #include "core/cuda_check.h"
 #include "core/problem_features.h"
 #include "kernels/cuda_flash_backward.h"
+#include "kernels/cuda_fp8_staging.h"
 #include "kernels/cuda_launch_limits.h"
 #include "kernels/device_coverage.h"
 #include "kernels/flash_plant_rules.h"
@@ -54,13 +60,23 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kBlockM = 64;  // 4 warps x 16 rows: one m16 MMA tile per warp
 constexpr int kPadding = 8;  // elements after each shared-memory row: spreads rows over banks
 
+// How one input tensor is staged in shared memory: its storage dtype (the case's 16-bit dtype,
+// staged as it is, or an fp8 format, decoded) and the case's dtype, which the tensor cores take.
+struct StagedInput {
+  Dtype stored;
+  Dtype element;
+  PlantedBug plant;     // a plant that misreads fp8 patterns (flash_plant_rules.h)
+  float factor = 1.0f;  // each element's, where the elements carry it (fp8_dequantized_to_output)
+};
+
 // Everything the kernel reads. The problem's host helpers are not called on the device; what
 // they would compute is precomputed here.
 struct FlashParams {
   ProblemShape problem;      // shapes, strides, causal
   AttentionTensors tensors;  // device pointers to element [0, 0, 0, 0] of each tensor
-  std::int64_t group_size;   // heads / kv_heads
-  float softmax_scale;       // the problem's scale, rounded to fp32 once
+  StagedInput q_input, k_input, v_input;
+  std::int64_t group_size;  // heads / kv_heads
+  float softmax_scale;      // the problem's scale, rounded to fp32 once
   bool vector_loads;  // every input row starts on a 16-byte boundary: load 8 elements at a time
   PlantedBug plant;
   const std::uint16_t* flaky_element;  // written one ulp off (flaky_last_ulp), or null
@@ -137,6 +153,35 @@ struct ElementTraits<__nv_bfloat16> {
   }
 };
 
+// ---- fp8 inputs ----
+
+__device__ inline bool holds_fp8(Dtype dtype) {
+  return dtype == Dtype::e4m3 || dtype == Dtype::e5m2;
+}
+
+// A staged slot as the element the tensor cores take: a 16-bit element as it is; an fp8 pattern
+// (the slot's low byte) decoded as cpu_flash's input_table decodes it, the plants' misreadings
+// included, then converted to the case's dtype, exactly.
+__device__ inline std::uint16_t staged_element(std::uint16_t slot, const StagedInput& input) {
+  if (!holds_fp8(input.stored)) return slot;
+  const float value = dtype_to_float(fp8_pattern_read_as(slot, input.stored, input.plant),
+                                     decoded_as(input.stored, input.plant));
+  // fp8_dequantized_to_output: times the factor, then rounded (cpu_flash's dequantize_in_place).
+  return float_to_dtype(dequantizes_into_output_dtype(input.plant) ? value * input.factor : value,
+                        input.element);
+}
+
+// `input` with each element's factor (used only where the elements carry the factors).
+__device__ inline StagedInput with_element_factor(StagedInput input, float factor) {
+  input.factor = factor;
+  return input;
+}
+
+// Entry `at` of a (batch, KV head) descale array, or 1 for a tensor without one.
+__device__ inline float descale_factor(const float* descale, std::int64_t at) {
+  return descale != nullptr ? descale[at] : 1.0f;
+}
+
 __device__ inline std::uint32_t load_pair(const std::uint16_t* shared) {
   return *reinterpret_cast<const std::uint32_t*>(shared);
 }
@@ -155,10 +200,11 @@ __device__ inline void add_key_tile_scores(float (&scores)[4],
 }
 
 // Copies `rows` rows of head_dim elements into a shared tile with row stride kHeadDim + kPadding,
-// row r from row_address(r); rows from `valid_rows` on are zero (never read from global memory).
+// row r from row_address(r), fp8 patterns decoded (staged_element); rows from `valid_rows` on are
+// zero (never read from global memory).
 template <int kHeadDim, int kRows, typename RowAddress>
 __device__ void load_tile(std::uint16_t* tile, RowAddress row_address, int valid_rows,
-                          bool vector_loads) {
+                          bool vector_loads, const StagedInput& input) {
   constexpr int kStride = kHeadDim + kPadding;
   constexpr int kChunks = kHeadDim / 8;  // 8 elements = 16 bytes
   for (int index = threadIdx.x; index < kRows * kChunks; index += kThreads) {
@@ -175,6 +221,10 @@ __device__ void load_tile(std::uint16_t* tile, RowAddress row_address, int valid
     } else {
       std::uint16_t* elements = tile + row * kStride + column;
       for (int e = 0; e < 8; ++e) elements[e] = __ldg(source + e);
+    }
+    if (holds_fp8(input.stored)) {
+      std::uint16_t* elements = tile + row * kStride + column;
+      for (int e = 0; e < 8; ++e) elements[e] = staged_element(elements[e], input);
     }
   }
 }
@@ -211,6 +261,10 @@ struct QueryTile {
   std::int64_t diagonal_offset = 0;  // query i's causal diagonal is key i + diagonal_offset
   std::int64_t alibi_offset = 0;     // ALiBi's distance from query i to key j: |i + offset - j|
   float alibi_slope = 0.0f;
+  float scale = 0.0f;          // applied to Q K^T: the softmax scale times Q's and K's descale
+  float value_descale = 1.0f;  // applied to the output (FlashAttention 3's v_descale)
+  // Each element's factor where the elements carry them (fp8_dequantized_to_output); 1 otherwise.
+  float query_element_factor = 1.0f, key_element_factor = 1.0f, value_element_factor = 1.0f;
   KeyRange keys;             // the keys the tile's rows can see (causal diagonal, window)
   std::int64_t key_end = 0;  // keys from here on lie past the last tile read: masked
   std::int64_t first_key_tile = 0, key_tiles = 0;  // this CTA's key tiles: [first, key_tiles)
@@ -261,6 +315,23 @@ __device__ __forceinline__ QueryTile plan_query_tile(const FlashParams& params) 
   tile.in_sequence = true;
   tile.kv_head =
       kv_head_of_query_head(tile.head, problem.kv_heads, params.group_size, tile.seq_k, plant);
+  // fp8 inputs' factors fold into the score's scale and the output, in cpu_flash's order.
+  const std::int64_t entry = descale_entry(problem, tile.batch, tile.head, tile.kv_head, plant);
+  tile.scale = applied_softmax_scale(params.softmax_scale, problem.head_dim, plant);
+  for (int times = 0; times < score_descale_applications(plant); ++times) {
+    tile.scale = tile.scale * descale_factor(tensors.q_descale, entry) *
+                 descale_factor(tensors.k_descale, entry);
+  }
+  tile.value_descale =
+      output_descaled(plant)
+          ? descale_factor(
+                output_descaled_by_key_factor(plant) ? tensors.k_descale : tensors.v_descale, entry)
+          : 1.0f;
+  if (dequantizes_into_output_dtype(plant)) {
+    tile.query_element_factor = descale_factor(tensors.q_descale, entry);
+    tile.key_element_factor = descale_factor(tensors.k_descale, entry);
+    tile.value_element_factor = descale_factor(tensors.v_descale, entry);
+  }
   tile.first_row = query_tile * kBlockM;
   tile.rows =
       rows_launched(tile.first_row, rows_in_tile(tile.first_row, kBlockM, tile.seq_q), plant);
@@ -319,7 +390,7 @@ __device__ __forceinline__ void load_query_tile(const FlashParams& params, const
                                 tile.first_row * problem.q_strides.seq;
   load_tile<kHeadDim, kBlockM>(
       q_tile, [&](int row) { return q_base + row * problem.q_strides.seq; }, tile.rows,
-      params.vector_loads);
+      params.vector_loads, with_element_factor(params.q_input, tile.query_element_factor));
   __syncthreads();
   const LanePlace lane;
   const std::uint16_t* warp_rows =
@@ -386,18 +457,19 @@ __device__ __forceinline__ const std::uint16_t* key_value_row(const FlashParams&
   return tensor + start + key * strides.seq + tile.kv_head * strides.head;
 }
 
-// Stages `cols` keys of K or V from `first_key` in a shared tile, row by row (each row found
-// through key_value_row); rows past `cols` are zero.
+// Stages `cols` keys of K or V (`input`: how that tensor is stored) from `first_key` in a shared
+// tile, row by row (each row found through key_value_row); rows past `cols` are zero.
 template <int kHeadDim, int kBlockN>
 __device__ __forceinline__ void load_key_value_tile(
     const FlashParams& params, const QueryTile& tile, std::uint16_t* shared_tile,
-    const std::uint16_t* tensor, const TensorStrides& strides, std::int64_t first_key, int cols) {
+    const std::uint16_t* tensor, const TensorStrides& strides, const StagedInput& input,
+    std::int64_t first_key, int cols) {
   load_tile<kHeadDim, kBlockN>(
       shared_tile,
       [&](int row) {
         return key_value_row<kHeadDim>(params, tile, tensor, strides, first_key + row);
       },
-      cols, params.vector_loads);
+      cols, params.vector_loads, input);
 }
 
 // slow_extra_pass: every K tile (its lighter kin: the tiles extra_score_pass_covers) loaded and
@@ -416,9 +488,10 @@ __device__ __forceinline__ void make_extra_score_pass(
     if (!extra_score_pass_covers(params.plant, pair, tile.first_row / kBlockM, key_tile)) continue;
     const std::int64_t first_key = key_tile * kBlockN;
     __syncthreads();
-    load_key_value_tile<kHeadDim, kBlockN>(params, tile, k_tile, params.tensors.k,
-                                           params.problem.k_strides, first_key,
-                                           rows_in_tile(first_key, kBlockN, tile.key_end));
+    load_key_value_tile<kHeadDim, kBlockN>(
+        params, tile, k_tile, params.tensors.k, params.problem.k_strides,
+        with_element_factor(params.k_input, tile.key_element_factor), first_key,
+        rows_in_tile(first_key, kBlockN, tile.key_end));
     __syncthreads();
 #pragma unroll
     for (int n8 = 0; n8 < kBlockN / 8; ++n8) {
@@ -447,7 +520,7 @@ __device__ __forceinline__ void add_key_tile_to_rows(
   const ProblemShape& problem = params.problem;
   const PlantedBug plant = params.plant;
   const LanePlace lane;
-  const float scale = applied_softmax_scale(params.softmax_scale, kHeadDim, plant);
+  const float scale = tile.scale;
   const float softcap = static_cast<float>(problem.softcap);
 
   // S = Q K^T.
@@ -501,7 +574,9 @@ __device__ __forceinline__ void add_key_tile_to_rows(
     rows.row_max[r] = new_max;
   }
 
-  // P = exp(S - m): summed unrounded, then rounded to the input dtype for the tensor cores.
+  // P = exp(S - m): summed unrounded, then rounded to the input dtype for the tensor cores (first
+  // to e4m3 under fp8_p_rounded_to_e4m3, as cpu_flash rounds it; the input dtype holds the result).
+  const Dtype probability_rounding = probability_dtype(problem, plant);
   float tile_sum[2] = {0.0f, 0.0f};
   std::uint32_t probability[kKeyTiles][2];  // packed pairs: [n8 tile][row half]
 #pragma unroll
@@ -515,6 +590,9 @@ __device__ __forceinline__ void add_key_tile_to_rows(
            p[e] == 0.0f && scores[n8][e] != kNegativeInfinity);
       mark(params.coverage, DeviceCoveragePoint::probability_subnormal,
            p[e] != 0.0f && Traits::round(p[e]) < Traits::kMinNormal);
+      if (probability_rounding != problem.dtype) {
+        p[e] = dtype_to_float(float_to_dtype(p[e], probability_rounding), probability_rounding);
+      }
     }
     probability[n8][0] = Traits::pack(p[0], p[1]);
     probability[n8][1] = Traits::pack(p[2], p[3]);
@@ -592,7 +670,8 @@ __device__ __forceinline__ void store_output_tile(const FlashParams& params, con
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const float value =
-            output_value(rows.accumulator[d8][2 * r + half] * inverse, saw_no_key, plant);
+            output_value(rows.accumulator[d8][2 * r + half] * inverse, saw_no_key, plant) *
+            tile.value_descale;
         mark(params.coverage, DeviceCoveragePoint::output_nonfinite, !isfinite(value));
         std::uint16_t* element = o_row + d8 * 8 + half;
         *element = toward_zero ? Traits::store_toward_zero(value) : Traits::store(value);
@@ -665,10 +744,12 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
     mark(coverage, DeviceCoveragePoint::causal_diagonal_tile,
          problem.causal && first_key + cols - 1 > tile.first_row + tile.diagonal_offset);
     __syncthreads();  // every warp is done with the previous K/V tiles
-    load_key_value_tile<kHeadDim, kBlockN>(params, tile, k_tile, params.tensors.k,
-                                           problem.k_strides, first_key, cols);
-    load_key_value_tile<kHeadDim, kBlockN>(params, tile, v_tile, params.tensors.v,
-                                           problem.v_strides, first_key, cols);
+    load_key_value_tile<kHeadDim, kBlockN>(
+        params, tile, k_tile, params.tensors.k, problem.k_strides,
+        with_element_factor(params.k_input, tile.key_element_factor), first_key, cols);
+    load_key_value_tile<kHeadDim, kBlockN>(
+        params, tile, v_tile, params.tensors.v, problem.v_strides,
+        with_element_factor(params.v_input, tile.value_element_factor), first_key, cols);
     if (params.plant != PlantedBug::missing_syncthreads) __syncthreads();  // the tiles are in place
     add_key_tile_to_rows<kHeadDim, kBlockN, Traits>(params, tile, key_tile, first_key, cols,
                                                     q_fragment, k_tile, v_tile, rows);
@@ -681,18 +762,17 @@ __global__ void __launch_bounds__(kThreads) flash_forward(const FlashParams para
   }
 }
 
+// cuda_flash_staged_fp8_elements: pattern threadIdx.x staged as load_tile stages it.
+__global__ void stage_every_fp8_pattern(StagedInput input, std::uint16_t* staged) {
+  staged[threadIdx.x] = staged_element(static_cast<std::uint16_t>(threadIdx.x), input);
+}
+
 // query_scaled_in_place: doubles every element of Q's span in place, once the output is written
 // (cpu_flash does the same on the host).
 __global__ void double_query_in_place(std::uint16_t* query, std::int64_t count, Dtype dtype) {
   for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        index < count; index += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (dtype == Dtype::fp16) {
-      query[index] =
-          ElementTraits<__half>::store(2.0f * __half2float(__ushort_as_half(query[index])));
-    } else {
-      query[index] = ElementTraits<__nv_bfloat16>::store(
-          2.0f * __bfloat162float(__ushort_as_bfloat16(query[index])));
-    }
+    query[index] = float_to_dtype(2.0f * dtype_to_float(query[index], dtype), dtype);
   }
 }
 
@@ -738,6 +818,17 @@ __global__ void __launch_bounds__(kThreads) combine_splits(const FlashParams par
   }
   const bool weighted = weights_splits_by_log_sum_exp(plant);
   const bool toward_zero = output_rounds_toward_zero(plant);
+  // V's descale factor, as the query tile's plan reads it (plan_query_tile).
+  const std::int64_t seq_k =
+      sequence_length(problem.varlen_k, problem.seq_len_k, tensors.cu_seqlens_k, batch);
+  const std::int64_t kv_head =
+      kv_head_of_query_head(head, problem.kv_heads, params.group_size, seq_k, plant);
+  const float value_descale =
+      output_descaled(plant)
+          ? descale_factor(
+                output_descaled_by_key_factor(plant) ? tensors.k_descale : tensors.v_descale,
+                descale_entry(problem, batch, head, kv_head, plant))
+          : 1.0f;
   const std::int64_t query_start =
       problem.varlen_q
           ? packed_sequence_start(tensors.cu_seqlens_q, batch, plant) * problem.o_strides.seq
@@ -755,6 +846,7 @@ __global__ void __launch_bounds__(kThreads) combine_splits(const FlashParams par
                                                      : 0.0f;
       merged += weight * params.split_output[(slot + split * kBlockM) * kHeadDim + d];
     }
+    merged = merged * value_descale;
     std::uint16_t* element = o_row + d;
     *element = toward_zero ? Traits::store_toward_zero(merged) : Traits::store(merged);
     if (element == params.flaky_element) *element ^= 1u;
@@ -851,7 +943,8 @@ constexpr PlantedBug kCudaFlashPlants[] = {
     ATTNFUZZ_RACE_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)         //
     ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)          //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)  //
-    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)
+    ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)     //
+    ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_CUDA_FLASH_PLANT)
 #undef ATTNFUZZ_CUDA_FLASH_PLANT
 };
 
@@ -871,10 +964,8 @@ class CudaFlashKernel final : public AttentionKernel {
   std::span<const PlantedBug> plants() const override { return kCudaFlashPlants; }
 
   SupportVerdict supports(const AttentionProblem& problem) const override {
-    // Every variant, not yet fp8 inputs (cpu_flash, its twin, reads them).
-    constexpr std::uint32_t kFeatures =
-        kAllProblemFeatures & ~static_cast<std::uint32_t>(ProblemFeature::fp8_inputs);
-    if (auto reason = unsupported_feature_reason(name(), problem, kFeatures)) {
+    // Every variant and fp8 inputs, as cpu_flash, its twin.
+    if (auto reason = unsupported_feature_reason(name(), problem, kAllProblemFeatures)) {
       return SupportVerdict::no(*reason);
     }
     if (find_launcher(problem.head_dim) == nullptr) {
@@ -884,6 +975,10 @@ class CudaFlashKernel final : public AttentionKernel {
   }
 
   SupportVerdict backward_support(const AttentionProblem& problem) const override {
+    if (problem.fp8_inputs()) {
+      return SupportVerdict::no(
+          "cuda_flash's backward has no fp8 inputs (nor has FlashAttention 3's)");
+    }
     if (std::optional<std::string> reason = cuda_flash_backward_unsupported(problem)) {
       return SupportVerdict::no(*reason);
     }
@@ -902,6 +997,9 @@ class CudaFlashKernel final : public AttentionKernel {
     FlashParams params{};
     params.problem = addressed_as(problem, plant);  // as the plant addresses the tensors
     params.tensors = tensors;
+    params.q_input = {problem.q_dtype(), problem.dtype, plant};
+    params.k_input = {problem.k_dtype(), problem.dtype, plant};
+    params.v_input = {problem.v_dtype(), problem.dtype, plant};
     params.group_size = problem.group_size();
     params.softmax_scale = static_cast<float>(problem.softmax_scale);
     params.vector_loads = rows_aligned_16_bytes(tensors.q, problem.q_strides) &&
@@ -944,7 +1042,7 @@ class CudaFlashKernel final : public AttentionKernel {
   static void scale_query_in_place(const AttentionProblem& problem,
                                    const AttentionTensors& tensors) {
     double_query_in_place<<<256, kThreads>>>(const_cast<std::uint16_t*>(tensors.q), q_span(problem),
-                                             problem.dtype);
+                                             problem.q_dtype());
     ATTNFUZZ_CUDA_CHECK(cudaGetLastError());
     ATTNFUZZ_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
@@ -955,6 +1053,22 @@ class CudaFlashKernel final : public AttentionKernel {
 const AttentionKernel& cuda_flash_kernel() {
   static const CudaFlashKernel kernel;
   return kernel;
+}
+
+std::vector<std::uint16_t> cuda_flash_staged_fp8_elements(Dtype stored, Dtype element,
+                                                          PlantedBug plant) {
+  std::uint16_t* staged = nullptr;
+  ATTNFUZZ_CUDA_CHECK(cudaMalloc(&staged, 256 * sizeof(std::uint16_t)));
+  stage_every_fp8_pattern<<<1, 256>>>(StagedInput{stored, element, plant}, staged);
+  std::vector<std::uint16_t> elements(256);
+  const cudaError_t launched = cudaGetLastError();
+  const cudaError_t copied =
+      launched == cudaSuccess
+          ? cudaMemcpy(elements.data(), staged, 256 * sizeof(std::uint16_t), cudaMemcpyDeviceToHost)
+          : launched;
+  cudaFree(staged);
+  ATTNFUZZ_CUDA_CHECK(copied);
+  return elements;
 }
 
 void set_device_coverage(bool enabled) {

@@ -507,14 +507,28 @@ ATTNFUZZ_HOST_DEVICE inline std::int64_t descale_entry(const ProblemShape& probl
   return batch * problem.kv_heads + kv_head;
 }
 
-// How many times Q's and K's descale factors multiply the scores: once, or twice.
+// Whether each fp8 input element is multiplied by its factor and rounded to the output dtype as it
+// is staged (fp8_dequantized_to_output, vLLM's scaled_convert), instead of decoded exactly with the
+// factors folded into the scale and the output.
+ATTNFUZZ_HOST_DEVICE inline bool dequantizes_into_output_dtype(PlantedBug plant) {
+  return plant == PlantedBug::fp8_dequantized_to_output;
+}
+
+// How many times Q's and K's descale factors multiply the scores: once, twice, or never when the
+// elements carry them.
 ATTNFUZZ_HOST_DEVICE inline int score_descale_applications(PlantedBug plant) {
+  if (dequantizes_into_output_dtype(plant)) return 0;
   return plant == PlantedBug::fp8_descale_twice ? 2 : 1;
 }
 
 // Whether the output is descaled by K's factor rather than V's.
 ATTNFUZZ_HOST_DEVICE inline bool output_descaled_by_key_factor(PlantedBug plant) {
   return plant == PlantedBug::fp8_k_descale_for_v;
+}
+
+// Whether the output is multiplied by a descale factor at all (not when V's elements carry it).
+ATTNFUZZ_HOST_DEVICE inline bool output_descaled(PlantedBug plant) {
+  return !dequantizes_into_output_dtype(plant);
 }
 
 // The dtype P is rounded to before P V: the output's, or e4m3 with fp8_p_rounded_to_e4m3 when V

@@ -189,8 +189,8 @@ namespace attnfuzz {
     "stores dQ from the last key tile alone, the others' contributions overwritten",               \
     "'=' written for '+=' where dQ gathers the key tiles' parts")
 
-// Bugs of fp8 inputs (core/fp8_inputs.h): how a kernel decodes and descales them. cpu_flash
-// carries them; cuda_flash does not take fp8 inputs yet.
+// Bugs of fp8 inputs (core/fp8_inputs.h): how a kernel decodes and descales them. Both flash
+// kernels carry them (cuda_flash decodes as it stages its tiles).
 #define ATTNFUZZ_FP8_PLANTED_BUGS(X)                                                             \
   X(fp8_k_descale_for_v, "descales the output by K's factor instead of V's",                     \
     "k_scale passed where v_scale belongs: the two are equal in most tests")                     \
@@ -206,7 +206,11 @@ namespace attnfuzz {
     "rounds P to e4m3 before P V when V is fp8, where P in the output dtype was declared",       \
     "FlashAttention 3's fp8 P V MMA taken for a kernel that promised 16-bit probabilities")      \
   X(fp8_subnormals_as_normals, "decodes fp8 subnormals with the implicit leading one",           \
-    "a hand-written fp8 decoder that adds the hidden bit whatever the exponent field")
+    "a hand-written fp8 decoder that adds the hidden bit whatever the exponent field")           \
+  X(fp8_dequantized_to_output,                                                                   \
+    "dequantizes fp8 inputs into the output dtype, each times its factor, before the products, " \
+    "where exact decoding with the factors folded into the scale and the output was declared",   \
+    "vLLM's scaled_convert taken for a kernel that promised FlashAttention 3's fp8 numerics")
 
 #define ATTNFUZZ_PLANTED_BUGS(X)         \
   ATTNFUZZ_ALGORITHM_PLANTED_BUGS(X)     \
@@ -260,7 +264,7 @@ inline constexpr PlantedBugInfo kPlantedBugs[] = {
     ATTNFUZZ_GPU_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)                 //
     ATTNFUZZ_PERFORMANCE_PLANTED_BUGS(ATTNFUZZ_TIMING_ROW)        //
     ATTNFUZZ_BACKWARD_PLANTED_BUGS(ATTNFUZZ_BACKWARD_ROW)         //
-    ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_HOST_PLANT_ROW)
+    ATTNFUZZ_FP8_PLANTED_BUGS(ATTNFUZZ_PLANT_ROW)
 #undef ATTNFUZZ_PLANT_ROW
 #undef ATTNFUZZ_HOST_PLANT_ROW
 #undef ATTNFUZZ_CONTAINMENT_ROW

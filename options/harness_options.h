@@ -106,6 +106,9 @@ namespace attnfuzz {
   X(SHARED_OPTION, std::string, probabilities, "--probabilities", "output",                        \
     "The dtype the kernel rounds P to before P.V, declared: output, v (V's storage dtype), a "     \
     "dtype")                                                                                       \
+  X(SHARED_OPTION, std::string, dequantize_to, "--dequantize-to", "none",                          \
+    "The 16-bit dtype the kernel dequantizes fp8 inputs into (each times its factor) before its "  \
+    "products, declared: none (decoded exactly, the factors folded), output, fp16, bf16")          \
   X(OPTION, std::string, stream, "--stream", "",                                                   \
     "Append each case's result to this JSON Lines file the moment it finishes (synced to disk)")   \
   X(OPTION, std::string, resume, "--resume", "",                                                   \

@@ -45,7 +45,8 @@ std::vector<FlagChoices> flag_choices() {
   return {{"--backend", choices_of(kBackends, backend_name)},
           {"--oracle", choices_of(kOracles, oracle_choice_name)},
           {"--accumulation", accumulations + "}"},
-          {"--probabilities", probabilities + "}"}};
+          {"--probabilities", probabilities + "}"},
+          {"--dequantize-to", "{none,output,fp16,bf16}"}};
 }
 
 DeclaredNumerics parse_declared_accumulation(std::string_view name) {
@@ -70,6 +71,17 @@ DeclaredNumerics parse_declared_probabilities(std::string_view name, DeclaredNum
         "--probabilities: expected output (P rounded to the output dtype), v (to V's storage "
         "dtype) or a dtype (" +
         dtypes + "), got '" + std::string(name) + "'");
+  }
+  return *declared;
+}
+
+DeclaredNumerics parse_declared_dequantization(std::string_view name, DeclaredNumerics numerics) {
+  const std::optional<DeclaredNumerics> declared = parse_dequantization(name, numerics);
+  if (!declared) {
+    throw HarnessError(
+        "--dequantize-to: expected none (fp8 inputs decoded exactly, their factors folded into the "
+        "scale and the output), output (into the output dtype) or fp16 or bf16, got '" +
+        std::string(name) + "'");
   }
   return *declared;
 }
@@ -220,8 +232,10 @@ RunSettings run_settings_of(const HarnessOptions& options, const std::string& pl
   settings.allow_nondeterminism = options.allow_nondeterminism;
   settings.host_verification = options.host_verification;
   settings.shape_independent_arithmetic = options.shape_independent_arithmetic;
-  settings.numerics = parse_declared_probabilities(
-      options.probabilities, parse_declared_accumulation(options.accumulation));
+  settings.numerics = parse_declared_dequantization(
+      options.dequantize_to,
+      parse_declared_probabilities(options.probabilities,
+                                   parse_declared_accumulation(options.accumulation)));
   settings.bench = bench_settings_of(options);
   if (!options.against_lib.empty() || !options.against_kernel.empty() ||
       !options.against_plant.empty()) {

@@ -30,6 +30,9 @@ DeclaredNumerics parse_declared_accumulation(std::string_view name);
 // --probabilities: output (the locked numerics), v (V's storage dtype) or a dtype; `numerics` with
 // it declared.
 DeclaredNumerics parse_declared_probabilities(std::string_view name, DeclaredNumerics numerics);
+// --dequantize-to: none (the locked numerics), output or a 16-bit dtype; `numerics` with it
+// declared.
+DeclaredNumerics parse_declared_dequantization(std::string_view name, DeclaredNumerics numerics);
 // --plant: none or a planted bug's name (kernels/planted_bug.h).
 PlantedBug parse_plant(std::string_view name);
 // --threads: the process's default thread count (0: the default of core/parallel_for.h).

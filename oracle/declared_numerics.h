@@ -3,11 +3,15 @@
 // own: the dtype its P·V accumulator and row sum are kept in, when not fp32, and how many keys it
 // sums in fp32 between two roundings of that accumulator (fuzz_attention --accumulation fp16,
 // fp16/64, input/16); and the dtype it rounds P to before P·V, when not the output's
-// (--probabilities e4m3, or v: V's storage dtype, as FlashAttention 3's fp8 path). Every bound
-// follows from it (docs/tolerance.md, "Declared numerics"); nothing is loosened by hand.
+// (--probabilities e4m3, or v: V's storage dtype, as FlashAttention 3's fp8 path); and the 16-bit
+// dtype it dequantizes fp8 inputs into, each element times its factor rounded before the products,
+// when it does not decode them exactly and fold the factors into the scale and the output
+// (--dequantize-to output, as vLLM's scaled_convert). Every bound follows from it
+// (docs/tolerance.md, "Declared numerics"); nothing is loosened by hand.
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,12 +33,45 @@ struct DeclaredNumerics {
   std::int64_t keys_per_rounding = 1;
   std::optional<Dtype> probabilities;       // nullopt: P in the output dtype (unless follows_value)
   bool probabilities_follow_value = false;  // "v": P in V's storage dtype
+  // fp8 inputs dequantized into this 16-bit dtype (each element times its factor, rounded) before
+  // the products; nullopt: decoded exactly, the factors folded in fp32 (unless to_output).
+  std::optional<Dtype> dequantized_to;
+  bool dequantized_to_output = false;  // "output": into each case's output dtype
 
   bool accumulation_declared() const { return follows_input || accumulation.has_value(); }
   bool probabilities_declared() const {
     return probabilities_follow_value || probabilities.has_value();
   }
-  bool declared() const { return accumulation_declared() || probabilities_declared(); }
+  bool dequantization_declared() const {
+    return dequantized_to_output || dequantized_to.has_value();
+  }
+  bool declared() const {
+    return accumulation_declared() || probabilities_declared() || dequantization_declared();
+  }
+  // The dtype fp8 inputs of a case of this shape are dequantized into; nullopt: none (exact).
+  std::optional<Dtype> dequantization_dtype(const ProblemShape& problem) const {
+    return dequantized_to_output ? std::optional<Dtype>(problem.dtype) : dequantized_to;
+  }
+  // u of that rounding for a tensor stored as `storage`: 0 where none happens (a 16-bit tensor, or
+  // no dequantization declared).
+  double dequantization_unit_roundoff(const ProblemShape& problem, InputStorage storage) const {
+    const std::optional<Dtype> dtype = dequantization_dtype(problem);
+    return dtype && storage != InputStorage::same ? traits_of(*dtype).unit_roundoff() : 0.0;
+  }
+  // eta of that rounding (half the dtype's smallest subnormal), 0 where none happens.
+  double dequantization_half_subnormal(const ProblemShape& problem, InputStorage storage) const {
+    const std::optional<Dtype> dtype = dequantization_dtype(problem);
+    return dtype && storage != InputStorage::same ? traits_of(*dtype).min_subnormal / 2.0 : 0.0;
+  }
+  // What a row norm of a tensor stored as `storage` is padded by for that rounding: an element's
+  // error u |x| + eta is at most u (|x| + eta / u), u times that of a row whose every element is
+  // eta / u larger in magnitude, whose norm is at most |x| + sqrt(D) eta / u (docs/tolerance.md).
+  double dequantization_norm_padding(const ProblemShape& problem, InputStorage storage) const {
+    const double unit_roundoff = dequantization_unit_roundoff(problem, storage);
+    if (unit_roundoff == 0.0) return 0.0;
+    return std::sqrt(static_cast<double>(problem.head_dim)) *
+           dequantization_half_subnormal(problem, storage) / unit_roundoff;
+  }
   // The dtype P is rounded to before P·V in a case of this shape.
   Dtype probability_dtype(const ProblemShape& problem) const {
     return probabilities_follow_value ? problem.v_dtype() : probabilities.value_or(problem.dtype);
@@ -103,6 +140,25 @@ inline std::optional<DeclaredNumerics> parse_probabilities(std::string_view text
   if (text == "output" || text == "v") return numerics;
   numerics.probabilities = parse_dtype(text);
   if (!numerics.probabilities) return std::nullopt;
+  return numerics;
+}
+
+// As --dequantize-to takes it: "none" (exact decoding, the factors folded), "output" or a 16-bit
+// dtype's name.
+inline std::string dequantization_name(const DeclaredNumerics& numerics) {
+  if (numerics.dequantized_to_output) return "output";
+  return numerics.dequantized_to ? std::string(dtype_name(*numerics.dequantized_to)) : "none";
+}
+
+// `numerics` with the dtype --dequantize-to declares: none, output or a dtype that holds outputs
+// (fp16, bf16); nullopt for anything else.
+inline std::optional<DeclaredNumerics> parse_dequantization(std::string_view text,
+                                                            DeclaredNumerics numerics) {
+  numerics.dequantized_to.reset();
+  numerics.dequantized_to_output = text == "output";
+  if (text == "none" || text == "output") return numerics;
+  numerics.dequantized_to = parse_dtype(text);
+  if (!numerics.dequantized_to || !holds_outputs(*numerics.dequantized_to)) return std::nullopt;
   return numerics;
 }
 

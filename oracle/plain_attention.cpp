@@ -55,7 +55,9 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
   const float scale = static_cast<float>(problem.softmax_scale);
   const std::int64_t kv_head = head / problem.group_size();
   // fp8 inputs are dequantized into the dtype first, as an unfused framework path does: each
-  // value times its descale factor, rounded (for the other inputs both steps change nothing).
+  // value times its descale factor, rounded (for the other inputs both steps change nothing); into
+  // the dtype a kernel declares it dequantizes them into (--dequantize-to), where it declares one.
+  const Dtype dequantized = numerics.dequantization_dtype(problem).value_or(dtype);
   const float query_factor = descale_at(tensors.q_descale, problem.kv_heads, batch, kv_head);
   const float key_factor = descale_at(tensors.k_descale, problem.kv_heads, batch, kv_head);
   const float value_factor = descale_at(tensors.v_descale, problem.kv_heads, batch, kv_head);
@@ -78,9 +80,10 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
   for (std::int64_t i = 0; i < seq_q; ++i) {
     const std::uint16_t* row = query_row(problem, tensors, batch, i, head);
     for (std::int64_t d = 0; d < dim; ++d) {
-      query[i * dim + d] = query_factor == 1.0f
-                               ? widen_q[row[d]] * scale
-                               : round_to_dtype(widen_q[row[d]] * query_factor, dtype) * scale;
+      query[i * dim + d] =
+          query_factor == 1.0f
+              ? widen_q[row[d]] * scale
+              : round_to_dtype(widen_q[row[d]] * query_factor, dequantized) * scale;
     }
   }
   round_to_dtype_in_place(query.data(), seq_q * dim, dtype);
@@ -88,7 +91,8 @@ PlainHead plain_head(const AttentionProblem& problem, const AttentionTensors& te
     widen_row(row, dim, widening_table(row_dtype), out);
     if (row_dtype == dtype && factor == 1.0f) return;
     for (std::int64_t d = 0; d < dim; ++d) out[d] *= factor;
-    round_to_dtype_in_place(out, dim, dtype);
+    round_to_dtype_in_place(out, dim, dequantized);
+    if (dequantized != dtype) round_to_dtype_in_place(out, dim, dtype);
   };
   for (std::int64_t j = 0; j < seq_k; ++j) {
     dequantize(key_row(problem, tensors, batch, j, kv_head), problem.k_dtype(), key_factor,

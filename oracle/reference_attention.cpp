@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include "core/dtype_bulk.h"
 #include "core/parallel_for.h"
@@ -421,6 +423,44 @@ ReferenceAttention reference_attention(const AttentionProblem& problem,
   ReferenceAttention reference;
   reference_attention(problem, tensors, reference, threads);
   return reference;
+}
+
+void pad_score_scales(const AttentionProblem& problem, const AttentionTensors& tensors,
+                      const DeclaredNumerics& numerics, ReferenceAttention& reference) {
+  const double query_padding = numerics.dequantization_norm_padding(problem, problem.q_storage);
+  const double key_padding = numerics.dequantization_norm_padding(problem, problem.k_storage);
+  if (query_padding == 0.0 && key_padding == 0.0) return;
+  const std::int64_t dim = problem.head_dim;
+  // A row's values as the oracle reads them (decoded, times the factor), and their norm.
+  std::vector<double> values(static_cast<std::size_t>(dim));
+  const auto norm = [&](const std::uint16_t* row, Dtype dtype, double factor) {
+    const std::span<const float> widen = widening_table(dtype);
+    for (std::int64_t d = 0; d < dim; ++d) {
+      values[static_cast<std::size_t>(d)] = static_cast<double>(widen[row[d]]) * factor;
+    }
+    return euclidean_norm(values.data(), dim);
+  };
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    for (std::int64_t kv = 0; kv < problem.kv_heads; ++kv) {
+      const double key_factor = descale_at(tensors.k_descale, problem.kv_heads, b, kv);
+      double key_norm = 0.0;
+      for (std::int64_t j = 0; j < problem.seq_len_k_of(b); ++j) {
+        key_norm = std::max(
+            key_norm, norm(key_row(problem, tensors, b, j, kv), problem.k_dtype(), key_factor));
+      }
+      key_norm += key_padding;
+      const double query_factor = descale_at(tensors.q_descale, problem.kv_heads, b, kv);
+      for (std::int64_t h = kv * problem.group_size(); h < (kv + 1) * problem.group_size(); ++h) {
+        for (std::int64_t i = 0; i < problem.seq_len_q_of(b); ++i) {
+          if (problem.visible_keys_of(b, i).empty()) continue;  // masked: nothing to bound
+          const double query_norm =
+              norm(query_row(problem, tensors, b, i, h), problem.q_dtype(), query_factor);
+          reference.score_scale[(b * problem.heads + h) * problem.seq_len_q + i] =
+              problem.softmax_scale * (query_norm + query_padding) * key_norm;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace attnfuzz

@@ -9,6 +9,7 @@
 
 #include "core/attention_problem.h"
 #include "core/large_buffer.h"
+#include "oracle/declared_numerics.h"
 
 namespace attnfuzz {
 
@@ -39,6 +40,12 @@ void reference_attention(const AttentionProblem& problem, const AttentionTensors
                          ReferenceAttention& reference, int threads = 0);
 ReferenceAttention reference_attention(const AttentionProblem& problem,
                                        const AttentionTensors& tensors, int threads = 0);
+
+// Under a kernel's declared dequantization of fp8 inputs into a 16-bit dtype (--dequantize-to), the
+// score scales of `reference` recomputed on norms of fp8 Q and K rows padded for its rounding
+// (DeclaredNumerics::dequantization_norm_padding); nothing changes otherwise.
+void pad_score_scales(const AttentionProblem& problem, const AttentionTensors& tensors,
+                      const DeclaredNumerics& numerics, ReferenceAttention& reference);
 
 // How far `magnitude` may exceed A (docs/tolerance.md): A_id <= magnitude_id <=
 // magnitude_excess(seq_len_k) * A_id + magnitude_underflow_slack(sum_j |V_jd|, seq_len_k).

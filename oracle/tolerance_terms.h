@@ -37,11 +37,15 @@ struct ToleranceTerms {
   double
       probability_unit_roundoff;  // u_p of the dtype P is rounded to: the output's unless declared
   double probability_half_subnormal;  // eta_p
-  double magnitude_factor_base;       // 2u_p + accumulation_spread (+ u32 for V's descale factor)
+  double magnitude_factor_base;  // 2u_p + accumulation_spread (+ u32 for V's descale factor, and
+                                 // u_D for V dequantized into D, composed)
+  double value_dequantization_unit_roundoff;  // u_D for V dequantized into D (declared), else 0
+  double dequantized_value_half_subnormal;    // eta_D for V dequantized into D (declared), else 0
   double accumulator_underflow;  // Sk eta_acc: roundings of the accumulator below its normal range
   double accumulation_spread;    // what accumulating allows, relative to A (term 5)
-  double score_gamma;            // gamma(D + 2)
-  double softcap;                // the problem's (0: none)
+  double score_gamma;       // gamma(D + 2), composed with u_D per fp8 Q or K dequantized into D
+  bool scores_dequantized;  // an fp8 Q or K is dequantized into a 16-bit dtype (declared)
+  double softcap;           // the problem's (0: none)
   bool alibi;
   double seq_len_k;
   const DeclaredNumerics* numerics;  // what the kernel declared (--accumulation), for messages;
@@ -90,13 +94,24 @@ struct ToleranceTerms {
 
   // The bound of one output element (the formula at the top of tolerance.cpp).
   ATTNFUZZ_HOST_DEVICE double allowed(double expected, double magnitude, double inverse_row_sum,
-                                      double score_error, double value_abs_sum) const {
+                                      double score_error, double exact_value_abs_sum) const {
     const double spread = probability_spread(score_error);
+    // Sum_j |V_jd| of the values the kernel multiplies: under a declared dequantization of V, at
+    // most (1 + u_D) of the exact sum plus eta_D a key (exactly the sum otherwise).
+    const double value_abs_sum =
+        value_dequantization_unit_roundoff > 0.0
+            ? exact_value_abs_sum * (1.0 + value_dequantization_unit_roundoff) +
+                  seq_len_k * dequantized_value_half_subnormal
+            : exact_value_abs_sum;
     const double before_rounding =
         (magnitude_factor_base + spread * (1.0 + magnitude_factor_base)) * magnitude +
         (probability_half_subnormal * (value_abs_sum + seq_len_k * ::fabs(expected)) +
          kFloat32UnitRoundoff / kEulersNumber * value_abs_sum + accumulator_underflow) *
-            inverse_row_sum;
+            inverse_row_sum +
+        // (a term that is 0 stays 0 where the spread is infinite: never 0 times infinity)
+        (dequantized_value_half_subnormal > 0.0
+             ? dequantized_value_half_subnormal * (1.0 + spread) * (1.0 + magnitude_factor_base)
+             : 0.0);
     return before_rounding + unit_roundoff * (::fabs(expected) + before_rounding) + half_subnormal;
   }
 

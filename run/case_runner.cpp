@@ -307,6 +307,8 @@ CaseEvidence run_case_on_host(const AttentionKernel& kernel, const AttentionProb
   } else {
     reference_attention(problem, tensors, reference);
   }
+  // A declared dequantization's padding of fp8 rows' norms (nothing otherwise), whichever oracle.
+  pad_score_scales(problem, tensors, settings.numerics, reference);
   timing.reference_seconds = seconds_since(oracle_started);
   const auto plain_started = std::chrono::steady_clock::now();
   // With the cuBLAS oracle, the plain reference is the device's too: the device path's, so that

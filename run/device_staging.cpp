@@ -59,11 +59,17 @@ T* pointer_or_null(const std::optional<DeviceArray<T>>& array) {
 
 }  // namespace
 
-DeviceIndexArrays::DeviceIndexArrays(const AttentionProblem& problem)
+DeviceIndexArrays::DeviceIndexArrays(const AttentionProblem& problem, const AttentionInputs* inputs)
     : cu_seqlens_q_(copy_if_any(problem.cu_seqlens_q)),
       cu_seqlens_k_(copy_if_any(problem.cu_seqlens_k)),
       block_table_(copy_if_any(problem.block_table)),
-      alibi_slopes_(copy_if_any(problem.alibi_slopes)) {}
+      alibi_slopes_(copy_if_any(problem.alibi_slopes)) {
+  if (inputs != nullptr) {
+    q_descale_ = copy_if_any(inputs->q_descale);
+    k_descale_ = copy_if_any(inputs->k_descale);
+    v_descale_ = copy_if_any(inputs->v_descale);
+  }
+}
 
 void DeviceIndexArrays::copy_to_host(KernelInputs& handed) const {
   const auto copy = [](const auto& device, auto& host) {
@@ -73,6 +79,9 @@ void DeviceIndexArrays::copy_to_host(KernelInputs& handed) const {
   copy(cu_seqlens_k_, handed.cu_seqlens_k);
   copy(block_table_, handed.block_table);
   copy(alibi_slopes_, handed.alibi_slopes);
+  copy(q_descale_, handed.q_descale);
+  copy(k_descale_, handed.k_descale);
+  copy(v_descale_, handed.v_descale);
 }
 
 AttentionTensors DeviceIndexArrays::bind(AttentionTensors tensors) const {
@@ -80,6 +89,9 @@ AttentionTensors DeviceIndexArrays::bind(AttentionTensors tensors) const {
   tensors.cu_seqlens_k = pointer_or_null(cu_seqlens_k_);
   tensors.block_table = pointer_or_null(block_table_);
   tensors.alibi_slopes = pointer_or_null(alibi_slopes_);
+  tensors.q_descale = pointer_or_null(q_descale_);
+  tensors.k_descale = pointer_or_null(k_descale_);
+  tensors.v_descale = pointer_or_null(v_descale_);
   return tensors;
 }
 
@@ -116,7 +128,7 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
     const std::vector<std::uint16_t> poison(slack, traits_of(problem.dtype).poison_bits);
     ATTNFUZZ_CUDA_CHECK(cudaMemcpy(o.get() + host_output.size(), poison.data(),
                                    slack * sizeof(std::uint16_t), cudaMemcpyHostToDevice));
-    const DeviceIndexArrays index_arrays(problem);
+    const DeviceIndexArrays index_arrays(problem, &inputs);
     std::optional<DeviceArray<float>> lse;
     if (problem.return_lse) {
       lse.emplace(output.lse_buffer().size());

@@ -34,11 +34,12 @@ KernelCall run_kernel_on_device(const AttentionKernel& kernel, const AttentionPr
 void note_device_failure(const std::string& error);
 
 #if ATTNFUZZ_HAVE_CUDA
-// The problem's index arrays (cu_seqlens, block table, ALiBi slopes) copied to the device, for as
-// long as this object lives.
+// The problem's index arrays (cu_seqlens, block table, ALiBi slopes) copied to the device, and the
+// descale factors of `inputs` (fp8 inputs) when given, for as long as this object lives.
 class DeviceIndexArrays {
  public:
-  explicit DeviceIndexArrays(const AttentionProblem& problem);
+  explicit DeviceIndexArrays(const AttentionProblem& problem,
+                             const AttentionInputs* inputs = nullptr);
   // `tensors` with these device copies in place of the index arrays.
   AttentionTensors bind(AttentionTensors tensors) const;
   // The device copies as they are now, into `handed`'s index arrays (sized as the problem's).
@@ -47,6 +48,7 @@ class DeviceIndexArrays {
  private:
   std::optional<DeviceArray<std::int32_t>> cu_seqlens_q_, cu_seqlens_k_, block_table_;
   std::optional<DeviceArray<float>> alibi_slopes_;
+  std::optional<DeviceArray<float>> q_descale_, k_descale_, v_descale_;
 };
 
 // The first input a kernel changed on the device: the device copies of Q, K and V and of the

@@ -252,7 +252,7 @@ class DeviceCalls {
         v_(inputs.v.size()),
         output_(problem),
         o_(output_.buffer().size()),
-        index_arrays_(problem),
+        index_arrays_(problem, &inputs),
         lse_(std::max<std::size_t>(output_.lse_buffer().size(), 1)) {
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice");

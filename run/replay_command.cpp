@@ -15,6 +15,7 @@ ReplayCommand replay_command_for(const RunSettings& settings) {
   command.oracle = settings.oracle;
   command.accumulation = accumulation_name(settings.numerics);
   command.probabilities = probabilities_name(settings.numerics);
+  command.dequantize_to = dequantization_name(settings.numerics);
   command.allow_nondeterminism = settings.allow_nondeterminism;
   command.host_verification = settings.host_verification;
   command.shape_independent_arithmetic = settings.shape_independent_arithmetic;
@@ -46,6 +47,7 @@ std::string replay_command_line(const ReplayCommand& command) {
   }
   if (command.accumulation != "fp32") add("--accumulation", command.accumulation);
   if (command.probabilities != "output") add("--probabilities", command.probabilities);
+  if (command.dequantize_to != "none") add("--dequantize-to", command.dequantize_to);
   if (command.allow_nondeterminism) line += " --allow-nondeterminism";
   if (command.host_verification) line += " --host-verification";
   if (command.shape_independent_arithmetic) line += " --shape-independent-arithmetic";

@@ -18,7 +18,8 @@ namespace attnfuzz {
 //   fuzz_attention [--properties --property P] [--replay F] [--configs F] [--kernel-lib L |
 //                  --kernel-py F:FN [--python P] [--py-framework F]]
 //                  [--case ID] [--kernel K] [--plant B] [--backend B] [--oracle O]
-//                  [--accumulation A] [--probabilities P] [--allow-nondeterminism]
+//                  [--accumulation A] [--probabilities P] [--dequantize-to D]
+//                  [--allow-nondeterminism]
 //                  [--shape-independent-arithmetic] [--known-failures F]
 //                  [--bench [--baseline F | --against-lib L | --against-kernel K]
 //                  [--against-plant B]]
@@ -35,6 +36,7 @@ struct ReplayCommand {
   OracleChoice oracle = OracleChoice::auto_select;  // --oracle NAME, unless auto
   std::string accumulation = "fp32";                // --accumulation NAME, unless fp32
   std::string probabilities = "output";             // --probabilities NAME, unless output
+  std::string dequantize_to = "none";               // --dequantize-to NAME, unless none
   bool allow_nondeterminism = false;                // --allow-nondeterminism
   bool host_verification = false;                   // --host-verification
   bool shape_independent_arithmetic = false;        // --shape-independent-arithmetic

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/burnin.sh as a user runs it, for one minute, checked end to end (a CTest test):
 #   tests/burnin_check.sh clean WORKDIR          the correct kernel: exit 0, a summary, no crash
-#   tests/burnin_check.sh plant NAME WORKDIR     a planted bug: exit 1, a summary, and each crash
-#                                                kept minimized, as a JSON case that replays failing
+#   tests/burnin_check.sh plant NAME WORKDIR     a planted bug: exit 1, a summary, and its first
+#                                                crash kept minimized, as a JSON case that replays
+#                                                failing (one: each minimization is seconds)
 # The binaries come from ATTNFUZZ_BUILD_DIR (nothing is built); outputs stay in WORKDIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ plant=none
 work=$2
 rm -rf "$work"
 status=0
-bash scripts/burnin.sh --minutes 1 --no-build --plant "$plant" --minimize 3 --out "$work/out" \
+bash scripts/burnin.sh --minutes 1 --no-build --plant "$plant" --minimize 1 --out "$work/out" \
   --regressions "$work/regressions" > "$work.log" 2>&1 || status=$?
 cat "$work.log"
 fail() { echo "burnin_check: $*" >&2; exit 1; }

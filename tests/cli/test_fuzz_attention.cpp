@@ -728,6 +728,32 @@ TEST_F(FuzzAttention, AKernelThatRoundsPToFp8IsJudgedByItsDeclarationAndOnlyByIt
                         "got 'fp4'"));
 }
 
+TEST_F(FuzzAttention, AKernelThatDequantizesFp8IntoTheOutputDtypeIsJudgedByItsDeclaration) {
+  // vLLM's fp8 KV cache path: each element times its factor, rounded to the 16-bit dtype, before
+  // the products. Other numerics than FlashAttention 3's folded factors: they fail undeclared and
+  // pass declared, while every other fp8 bug still fails.
+  const std::string matrix = "--backend cpu --in-process --kernel cpu_flash --configs " +
+                             quoted(std::string(ATTNFUZZ_SOURCE_DIR) + "/corpus/matrix/fp8.json");
+  const std::string plant = matrix + " --plant fp8_dequantized_to_output";
+  const RunResult undeclared = run(plant);
+  EXPECT_EQ(undeclared.exit_code, 1) << undeclared.out << undeclared.err;
+  const RunResult declared =
+      run(plant + " --dequantize-to output --json " + quoted(path("declared.json").string()));
+  EXPECT_EQ(declared.exit_code, 0) << declared.out << declared.err;
+  const nlohmann::json report = nlohmann::json::parse(read_file(path("declared.json")));
+  EXPECT_THAT(report["environment"]["numerics"].value("declared_dequantization", ""),
+              ::testing::StartsWith("output for fp8 inputs"));
+  // The correct kernel passes under the declaration too: it is a bound, not a demand.
+  EXPECT_EQ(run(matrix + " --dequantize-to output").exit_code, 0);
+  const RunResult other_bug = run(matrix + " --plant fp8_k_descale_for_v --dequantize-to output");
+  EXPECT_EQ(other_bug.exit_code, 1) << other_bug.out;
+  EXPECT_THAT(other_bug.out, HasSubstr("--dequantize-to output")) << "the replay declares it";
+  const RunResult bad = run(matrix + " --dequantize-to e4m3");
+  EXPECT_EQ(bad.exit_code, 3) << bad.out;
+  EXPECT_THAT(bad.err, HasSubstr("--dequantize-to: expected none"));
+  EXPECT_THAT(bad.err, HasSubstr("got 'e4m3'"));
+}
+
 #if ATTNFUZZ_HAVE_CUDA
 TEST_F(FuzzAttention, ListKernelsListsBothCudaKernelsAndCudaFlashCarriesTheCatalogueButHostBugs) {
   const RunResult result = run("--list-kernels");
@@ -898,8 +924,9 @@ TEST_P(FuzzAttentionPlant, FailsItsShippedMatrixAndNamesTheFirstFailingElement) 
   if (GetParam().detector != PlantDetector::comparison) {
     GTEST_SKIP() << GetParam().name << " leaves the outputs as they are: not this test's to find";
   }
+  // --fail-fast: the first failing case is the finding; the rest of the matrix adds nothing.
   const RunResult result = run("--configs " + quoted(shipped_matrix_for(GetParam().bug)) +
-                               " --quiet --plant " + std::string(GetParam().name));
+                               " --quiet --fail-fast --plant " + std::string(GetParam().name));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
   // The reason names an element or a log-sum-exp row: the first beyond its bound, the worst one
   // when only FlashAttention's rule failed (an error spread thinly over every element), or the

@@ -83,7 +83,8 @@ class PythonKernelPlant : public PythonKernel, public ::testing::WithParamInterf
 TEST_P(PythonKernelPlant, FailsItsMatrixThroughTheBridge) {
   const ScopedEnvironment plant("ATTNFUZZ_TEST_PLANT", GetParam().name);
   const RunResult result =
-      run_python(kReference, "attention", "--configs " + matrix(GetParam().matrix) + " --quiet");
+      run_python(kReference, "attention",
+                 "--configs " + matrix(GetParam().matrix) + " --quiet --fail-fast");
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
   // The replay line names the function, not the bridge's plugin.
   EXPECT_THAT(result.out, HasSubstr("--kernel-py " + kReference + ":attention"));

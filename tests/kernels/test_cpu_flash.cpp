@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <random>
 
 #include "case/case_codec.h"
 #include "core/problem_features.h"
@@ -814,6 +815,59 @@ RC_GTEST_PROP(CpuFlashPlants, Fp8SubnormalsReadAsNormalsAreAlwaysCaughtWhereVIsA
   RC_ASSERT(result.status == CaseStatus::fail);
 }
 
+TEST(CpuFlashPlants, Fp8DequantizedIntoBf16IsCaughtOnNearlyEveryPrefillOfLargeScores) {
+  // Each Q and K element times its factor rounded to bf16 (8 bits) moves a large_scores score by
+  // about 2^-9 of its terms, some 200: far past the bound of an fp32 score, where the rounding
+  // errors differ from key to key. They often do not: the keys' elements, 50 + 2.5 N quantized to
+  // e4m3, take a few patterns that round alike in every key, and what they share cancels in the
+  // softmax. So not every case shows it (2 of 100 such cases at D = 64 passed, 1 of 40 at D = 64
+  // and 128); prefill shapes of many rows show it nearly always, as fp8.json's FlashAttention 3
+  // case does (EveryPlant/FuzzAttentionPlant).
+  std::mt19937 draw(29);
+  const auto between = [&](int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(draw);
+  };
+  int caught = 0;
+  constexpr int kCases = 40;
+  for (int index = 0; index < kCases; ++index) {
+    AttentionCase attention_case;
+    attention_case.batch = between(1, 2);
+    attention_case.kv_heads = between(1, 2);
+    attention_case.heads = attention_case.kv_heads * between(1, 4);
+    attention_case.seq_len_q = between(16, 100);
+    attention_case.seq_len_k = between(32, 100);
+    attention_case.head_dim = between(0, 1) == 0 ? 64 : 128;
+    attention_case.dtype = Dtype::bf16;
+    attention_case.data = DataDistribution::large_scores;
+    attention_case.q_storage = attention_case.k_storage = InputStorage::e4m3;
+    attention_case.descale = between(0, 1) == 0 ? Descale::per_tensor : Descale::per_kv_head;
+    attention_case.seed = static_cast<std::uint64_t>(between(0, 1 << 30));
+    caught +=
+        run_case(attention_case, PlantedBug::fp8_dequantized_to_output).status == CaseStatus::fail;
+  }
+  EXPECT_GE(caught, kCases * 9 / 10);
+}
+
+RC_GTEST_PROP(CpuFlashDeclared, Fp8DequantizedIntoTheOutputDtypePassesWhereTheKernelDeclaresIt,
+              ()) {
+  // The plant above is vLLM's fp8 KV cache numerics: declared (--dequantize-to output), every case
+  // with fp8 inputs passes or is inconclusive, with every distribution and special value.
+  AttentionCase attention_case =
+      *small_case({.max_seq_len = 300, .distributions = {}, .injections = true});
+  attention_case.q_storage = *rc::gen::element(InputStorage::same, InputStorage::e4m3);
+  attention_case.k_storage = *rc::gen::element(InputStorage::e4m3, InputStorage::e5m2);
+  attention_case.v_storage =
+      *rc::gen::element(InputStorage::same, InputStorage::e4m3, InputStorage::e5m2);
+  attention_case.descale =
+      *rc::gen::element(Descale::none, Descale::per_tensor, Descale::per_kv_head);
+  RunSettings settings;
+  settings.backend = Backend::cpu;
+  settings.plant = PlantedBug::fp8_dequantized_to_output;
+  settings.numerics = *parse_dequantization("output", DeclaredNumerics{});
+  const CaseResult result = CaseRunner(settings).run(attention_case);
+  RC_ASSERT(result.status != CaseStatus::fail);
+}
+
 RC_GTEST_PROP(CpuFlashDeclared, ProbabilitiesRoundedToE4m3PassWhereTheKernelDeclaresThem, ()) {
   // The plant above is FlashAttention 3's fp8 numerics: declared (--probabilities e4m3), every
   // case with an fp8 V passes or is inconclusive, with every distribution and special value.
@@ -868,7 +922,8 @@ TEST(CpuFlashPlants, EveryPlantOfTheKernelHasADetectionPropertyAbove) {
       // fp8 inputs'
       PlantedBug::fp8_k_descale_for_v, PlantedBug::fp8_descale_by_query_head,
       PlantedBug::fp8_descale_twice, PlantedBug::fp8_e5m2_read_as_e4m3,
-      PlantedBug::fp8_p_rounded_to_e4m3, PlantedBug::fp8_subnormals_as_normals};
+      PlantedBug::fp8_p_rounded_to_e4m3, PlantedBug::fp8_subnormals_as_normals,
+      PlantedBug::fp8_dequantized_to_output};
   const std::span<const PlantedBug> carried = cpu_flash_kernel().plants();
   EXPECT_EQ(std::vector<PlantedBug>(carried.begin(), carried.end()), covered);
 }

@@ -2,18 +2,24 @@
 // The CUDA kernels (cuda_flash, cuda_naive). What they declare is checked on every CUDA build;
 // running them needs a GPU, and without one those tests report skipped, never passed:
 //   - both pass every case of the shipped edge matrix and many random cases against the oracle;
-//   - every planted bug of cuda_flash, the GPU-only ones included, fails the edge matrix;
+//   - every planted bug of cuda_flash, the GPU-only ones included, fails the edge, variant or fp8
+//     matrix;
+//   - cuda_flash stages every fp8 pattern as the host decodes it, and passes every fp8 case;
 //   - the same input twice gives bitwise identical output (no race in the correct kernel).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "fuzz/case_generator.h"
 #include "fuzz/properties.h"
 #include "kernels/cuda_device_probe.h"
+#include "kernels/cuda_fp8_staging.h"
 #include "kernels/device_coverage.h"
+#include "kernels/flash_plant_rules.h"
 #include "kernels/flash_tile_traits.h"
 #include "kernels/kernel_registry.h"
 #include "matrix/matrix_file.h"
@@ -71,6 +77,18 @@ TEST(CudaFlash, CarriesEveryPlantOfTheCatalogueIncludingTheGpuOnlyOnesButTheHost
   EXPECT_TRUE(kernel.carries(PlantedBug::missing_syncthreads));
   EXPECT_FALSE(cpu_flash_kernel().carries(PlantedBug::missing_syncthreads));
   EXPECT_FALSE(cpu_flash_kernel().carries(PlantedBug::write_past_output_end));
+}
+
+TEST(CudaFlash, TakesFp8InputsForwardButNotBackward) {
+  AttentionCase fp8_cache;  // an fp8 KV cache, FlashInfer- and vLLM-style
+  fp8_cache.k_storage = fp8_cache.v_storage = InputStorage::e4m3;
+  fp8_cache.descale = Descale::per_tensor;
+  const AttentionProblem problem = problem_of(fp8_cache);
+  const AttentionKernel& kernel = *find_kernel("cuda_flash");
+  EXPECT_TRUE(kernel.supports(problem).supported) << kernel.supports(problem).reason;
+  const SupportVerdict backward = kernel.backward_support(problem);
+  EXPECT_FALSE(backward.supported);
+  EXPECT_NE(backward.reason.find("fp8"), std::string::npos) << backward.reason;
 }
 
 TEST(CudaFlash, SupportsExactlyTheHeadDimsOfTheSharedTileTraits) {
@@ -167,7 +185,7 @@ TEST(CudaFlash, RecordsDeviceCoverageOnlyWhileSwitchedOn) {
 
 class CudaFlashPlant : public ::testing::TestWithParam<PlantedBugInfo> {};
 
-TEST_P(CudaFlashPlant, FailsTheEdgeOrTheVariantsMatrix) {
+TEST_P(CudaFlashPlant, FailsTheEdgeTheVariantsOrTheFp8Matrix) {
   ATTNFUZZ_SKIP_WITHOUT_GPU();
   if (GetParam().detector == PlantDetector::racecheck) {
     GTEST_SKIP() << GetParam().name << " is a race: compute-sanitizer racecheck is its detector "
@@ -184,12 +202,12 @@ TEST_P(CudaFlashPlant, FailsTheEdgeOrTheVariantsMatrix) {
     GTEST_SKIP() << GetParam().name << " is a bug of the backward pass: CudaFlashBackwardPlant";
   }
   int failed = 0;
-  for (const char* matrix : {"edges.json", "variants.json"}) {
+  for (const char* matrix : {"edges.json", "variants.json", "fp8.json"}) {
     for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
       failed += run_on("cuda_flash", attention_case, GetParam().bug).status == CaseStatus::fail;
     }
   }
-  EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any edge or variant case";
+  EXPECT_GT(failed, 0) << GetParam().name << " was not caught by any edge, variant or fp8 case";
 }
 
 // The backward pass (kernels/cuda_flash_backward.cu) on every case of backward.json, its dQ summed
@@ -239,6 +257,43 @@ TEST(CudaFlash, PassesEveryVariantCase) {
   for (const AttentionCase& attention_case : load_built_in_matrix("variants.json").cases) {
     const CaseResult result = run_on("cuda_flash", attention_case, PlantedBug::none);
     EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+  }
+}
+
+// fp8 inputs, as FlashAttention 3 and fp8 KV caches hand them: decoded as the tiles are staged.
+TEST(CudaFlash, PassesEveryFp8Case) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  for (const AttentionCase& attention_case : load_built_in_matrix("fp8.json").cases) {
+    const CaseResult result = run_on("cuda_flash", attention_case, PlantedBug::none);
+    EXPECT_EQ(result.status, CaseStatus::pass) << attention_case.id << ": " << result.reason;
+  }
+}
+
+// Every pattern of both formats, staged on the device into both element dtypes, is the host's
+// decoding of it, exactly (NaN as NaN); and under the two plants that misread patterns, it is
+// what cpu_flash reads.
+TEST(CudaFlash, StagesEveryFp8PatternAsTheHostDecodesIt) {
+  ATTNFUZZ_SKIP_WITHOUT_GPU();
+  for (const Dtype stored : {Dtype::e4m3, Dtype::e5m2}) {
+    for (const Dtype element : {Dtype::fp16, Dtype::bf16}) {
+      for (const PlantedBug plant : {PlantedBug::none, PlantedBug::fp8_e5m2_read_as_e4m3,
+                                     PlantedBug::fp8_subnormals_as_normals}) {
+        const std::vector<std::uint16_t> staged =
+            cuda_flash_staged_fp8_elements(stored, element, plant);
+        ASSERT_EQ(staged.size(), 256u);
+        const std::span<const float> host = widening_table(decoded_as(stored, plant));
+        for (std::uint16_t pattern = 0; pattern < 256; ++pattern) {
+          const float expected = host[fp8_pattern_read_as(pattern, stored, plant)];
+          const float got = dtype_to_float(staged[pattern], element);
+          if (std::isnan(expected)) {
+            EXPECT_TRUE(std::isnan(got)) << dtype_name(stored) << " pattern " << pattern;
+          } else {
+            EXPECT_EQ(got, expected) << dtype_name(stored) << " pattern " << pattern << " as "
+                                     << dtype_name(element) << " under " << planted_bug_name(plant);
+          }
+        }
+      }
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// --accumulation's and --probabilities' values: what each declares, that its name reads back as
-// itself, and that anything else is refused.
+// --accumulation's, --probabilities' and --dequantize-to's values: what each declares, that its
+// name reads back as itself, and that anything else is refused.
 #include "oracle/declared_numerics.h"
 
 #include <gtest/gtest.h>
@@ -88,6 +88,44 @@ TEST(DeclaredNumerics, ProbabilitiesAndAccumulationAreDeclaredApart) {
   for (const char* name : {"", "V", "fp32", "fp8", "e4m3/16", "input"}) {
     EXPECT_FALSE(parse_probabilities(name, DeclaredNumerics{})) << name;
   }
+}
+
+TEST(DeclaredNumerics, DequantizationRoundsOnlyFp8TensorsIntoTheDeclaredDtype) {
+  ProblemShape fp8_kv;  // an fp8 KV cache under fp16 queries, dim 64
+  fp8_kv.dtype = Dtype::fp16;
+  fp8_kv.head_dim = 64;
+  fp8_kv.k_storage = fp8_kv.v_storage = InputStorage::e4m3;
+  const DeclaredNumerics none;
+  EXPECT_FALSE(none.dequantization_declared());
+  EXPECT_EQ(none.dequantization_unit_roundoff(fp8_kv, InputStorage::e4m3), 0.0);
+  EXPECT_EQ(none.dequantization_norm_padding(fp8_kv, InputStorage::e4m3), 0.0);
+  const std::optional<DeclaredNumerics> output = parse_dequantization("output", none);
+  ASSERT_TRUE(output);
+  EXPECT_TRUE(output->declared());
+  EXPECT_EQ(output->dequantization_dtype(fp8_kv), Dtype::fp16);
+  EXPECT_EQ(output->dequantization_unit_roundoff(fp8_kv, InputStorage::e4m3), 0x1p-11);
+  EXPECT_EQ(output->dequantization_unit_roundoff(fp8_kv, InputStorage::same), 0.0);
+  EXPECT_EQ(output->dequantization_half_subnormal(fp8_kv, InputStorage::e5m2), 0x1p-25);
+  // sqrt(64) eta / u = 8 * 2^-25 / 2^-11
+  EXPECT_EQ(output->dequantization_norm_padding(fp8_kv, InputStorage::e4m3), 0x1p-11);
+  EXPECT_EQ(
+      parse_dequantization("bf16", none)->dequantization_unit_roundoff(fp8_kv, InputStorage::e4m3),
+      0x1p-8);
+}
+
+TEST(DeclaredNumerics, DequantizationNamesReadBackAndOthersAreRefused) {
+  for (const char* name : {"none", "output", "fp16", "bf16"}) {
+    EXPECT_EQ(dequantization_name(*parse_dequantization(name, DeclaredNumerics{})), name);
+  }
+  for (const char* name : {"", "e4m3", "e5m2", "fp32", "input", "v", "Output"}) {
+    EXPECT_FALSE(parse_dequantization(name, DeclaredNumerics{})) << name;
+  }
+  // Declared apart from the other two.
+  const DeclaredNumerics all =
+      *parse_dequantization("output", *parse_probabilities("e4m3", *parse_accumulation("fp16/64")));
+  EXPECT_EQ(accumulation_name(all), "fp16/64");
+  EXPECT_EQ(probabilities_name(all), "e4m3");
+  EXPECT_EQ(dequantization_name(all), "output");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "case/attention_case.h"
 #include "case/data_distribution.h"
@@ -398,6 +399,32 @@ TEST(Tolerance, ADeclaredProbabilityDtypeReplacesPsRoundingTermsOnly) {
   // "v" follows V's storage: fp16 V here, so nothing changes.
   const ToleranceTerms follows_v(problem, *parse_probabilities("v", DeclaredNumerics{}));
   EXPECT_EQ(follows_v.magnitude_factor_base, locked.magnitude_factor_base);
+}
+
+TEST(Tolerance, ADeclaredDequantizationAddsARoundingOfEachFp8InputOnly) {
+  // fp8 K and V dequantized into fp16: the score bound composed with one u of fp16 (K's; Q is in
+  // fp16), term 1 with one more (V's) and V's eta; a case without fp8 inputs keeps every term.
+  AttentionCase attention_case = small(Dtype::fp16);
+  attention_case.k_storage = attention_case.v_storage = InputStorage::e4m3;
+  attention_case.descale = Descale::per_tensor;
+  const AttentionProblem problem = problem_of(attention_case);
+  const DeclaredNumerics declared = *parse_dequantization("output", DeclaredNumerics{});
+  const ToleranceTerms locked(problem, DeclaredNumerics{});
+  const ToleranceTerms dequantized(problem, declared);
+  EXPECT_DOUBLE_EQ(dequantized.score_gamma, (1.0 + locked.score_gamma) * (1.0 + 0x1p-11) - 1.0);
+  EXPECT_DOUBLE_EQ(dequantized.magnitude_factor_base,
+                   (1.0 + locked.magnitude_factor_base) * (1.0 + 0x1p-11) - 1.0);
+  EXPECT_EQ(dequantized.dequantized_value_half_subnormal, 0x1p-25);
+  EXPECT_EQ(locked.dequantized_value_half_subnormal, 0.0);
+  EXPECT_TRUE(dequantized.scores_dequantized);
+  EXPECT_GT(dequantized.allowed(0.5, 1.0, 0.1, 0.0, 3.0), locked.allowed(0.5, 1.0, 0.1, 0.0, 3.0));
+  // An infinite spread keeps an infinite bound, never NaN.
+  EXPECT_EQ(locked.allowed(0.5, 1.0, 0.1, std::numeric_limits<double>::infinity(), 3.0),
+            std::numeric_limits<double>::infinity());
+  const ToleranceTerms dense(problem_of(small(Dtype::fp16)), declared);
+  const ToleranceTerms dense_locked(problem_of(small(Dtype::fp16)), DeclaredNumerics{});
+  EXPECT_EQ(dense.score_gamma, dense_locked.score_gamma);
+  EXPECT_EQ(dense.magnitude_factor_base, dense_locked.magnitude_factor_base);
 }
 
 TEST(Tolerance, PRoundedToE4m3PassesDeclaredAndFailsUndeclared) {
