@@ -182,6 +182,15 @@ __device__ inline float descale_factor(const float* descale, std::int64_t at) {
   return descale != nullptr ? descale[at] : 1.0f;
 }
 
+// The factor the output is multiplied by before its rounding: V's (K's under fp8_k_descale_for_v),
+// 1 where the elements carry the factors; read by the tile's plan and by the split-KV combine.
+__device__ inline float output_descale_factor(const AttentionTensors& tensors, std::int64_t entry,
+                                              PlantedBug plant) {
+  if (!output_descaled(plant)) return 1.0f;
+  return descale_factor(
+      output_descaled_by_key_factor(plant) ? tensors.k_descale : tensors.v_descale, entry);
+}
+
 __device__ inline std::uint32_t load_pair(const std::uint16_t* shared) {
   return *reinterpret_cast<const std::uint32_t*>(shared);
 }
@@ -322,11 +331,7 @@ __device__ __forceinline__ QueryTile plan_query_tile(const FlashParams& params) 
     tile.scale = tile.scale * descale_factor(tensors.q_descale, entry) *
                  descale_factor(tensors.k_descale, entry);
   }
-  tile.value_descale =
-      output_descaled(plant)
-          ? descale_factor(
-                output_descaled_by_key_factor(plant) ? tensors.k_descale : tensors.v_descale, entry)
-          : 1.0f;
+  tile.value_descale = output_descale_factor(tensors, entry, plant);
   if (dequantizes_into_output_dtype(plant)) {
     tile.query_element_factor = descale_factor(tensors.q_descale, entry);
     tile.key_element_factor = descale_factor(tensors.k_descale, entry);
@@ -824,11 +829,7 @@ __global__ void __launch_bounds__(kThreads) combine_splits(const FlashParams par
   const std::int64_t kv_head =
       kv_head_of_query_head(head, problem.kv_heads, params.group_size, seq_k, plant);
   const float value_descale =
-      output_descaled(plant)
-          ? descale_factor(
-                output_descaled_by_key_factor(plant) ? tensors.k_descale : tensors.v_descale,
-                descale_entry(problem, batch, head, kv_head, plant))
-          : 1.0f;
+      output_descale_factor(tensors, descale_entry(problem, batch, head, kv_head, plant), plant);
   const std::int64_t query_start =
       problem.varlen_q
           ? packed_sequence_start(tensors.cu_seqlens_q, batch, plant) * problem.o_strides.seq
