@@ -20,10 +20,11 @@ double bias_closeness(double z, double steps, double plain_steps) {
                    std::fabs(steps - plain_steps) / kBiasMinSteps});
 }
 
-RoundingSteps::RoundingSteps(Dtype output_dtype) {
+RoundingSteps::RoundingSteps(Dtype output_dtype, bool values_off_grid) {
   const DtypeTraits& traits = traits_of(output_dtype);
   two_unit_roundoff = 2.0 * traits.unit_roundoff();
   min_normal = std::ldexp(traits.min_subnormal, traits.significand_bits - 1);
+  one_key_gap = values_off_grid ? 16.0 * traits.unit_roundoff() : 0.0;
 }
 
 RoundingBiasTest::RoundingBiasTest(Dtype output_dtype, std::int64_t rows) : steps_(output_dtype) {

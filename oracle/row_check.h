@@ -73,6 +73,7 @@ ATTNFUZZ_HOST_DEVICE RowCheck check_row(const RowArrays& row, std::int64_t head_
   check.judgeable = check.spread <= kMaxProbabilitySpread && terms.accumulation_judgeable();
   check.fingerprint = row.fingerprint_seed;
   const double infinity = static_cast<double>(INFINITY);
+  const bool samples_bias = !steps.sits_on_one_key(row.inverse_row_sum);
   for (std::int64_t d = 0; d < head_dim; ++d) {
     const double expected = row.expected[d];
     const std::uint16_t bits = row.output[d];
@@ -111,7 +112,7 @@ ATTNFUZZ_HOST_DEVICE RowCheck check_row(const RowArrays& row, std::int64_t head_
       }
       if (element.fault != ElementFault::none) {
         if (check.failing++ == 0) check.first_failure = element;
-      } else {
+      } else if (samples_bias) {
         check.bias.add(steps, expected, actual, allowed,
                        row.plain != nullptr ? static_cast<double>(row.plain[d]) : expected);
       }

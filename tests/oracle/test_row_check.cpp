@@ -131,5 +131,55 @@ TEST(RowCheck, ComparisonOfRowsRefusesRowsThatDoNotMatchTheProblem) {
   EXPECT_THROW(comparison_of_rows(fixture.problem, rows, 1.0), std::invalid_argument);
 }
 
+TEST(RowCheck, ARowOnOneKeyOfDescaledFp8ValuesGivesNoBiasSample) {
+  // e5m2's significands 1, 1.25, 1.5 and 1.75 times the factor 1.5595 all round away from zero
+  // in bf16, by 0.29 to 0.48 steps: a correct kernel's row that outputs one key's value leans
+  // outward, and so does every other such row (rounding_bias.h, RoundingSteps::one_key_gap).
+  AttentionCase attention_case;
+  attention_case.dtype = Dtype::bf16;
+  attention_case.head_dim = 64;
+  attention_case.v_storage = InputStorage::e5m2;
+  attention_case.descale = Descale::per_tensor;
+  const AttentionProblem problem = problem_of(attention_case);
+  const ToleranceTerms terms(problem, {});
+  const double factor = 1.5595;
+  std::mt19937_64 random(3);
+  std::uniform_int_distribution<int> significand(0, 3), exponent(-3, 3), sign(0, 1);
+  std::vector<double> expected(64), magnitude(64), value_abs_sum(64);
+  std::vector<std::uint16_t> output(64);
+  for (std::size_t d = 0; d < expected.size(); ++d) {
+    const double value = std::ldexp(1.0 + 0.25 * significand(random), exponent(random));
+    expected[d] = (sign(random) != 0 ? -value : value) * factor;
+    magnitude[d] = std::fabs(expected[d]);
+    value_abs_sum[d] = 64.0 * magnitude[d];
+    output[d] = float_to_dtype(static_cast<float>(expected[d]), Dtype::bf16);  // to nearest
+  }
+  const auto check = [&](double largest_probability, bool values_off_grid) {
+    const RowArrays row{expected.data(),
+                        magnitude.data(),
+                        value_abs_sum.data(),
+                        largest_probability,
+                        0.0,
+                        0.0,
+                        output.data(),
+                        nullptr,
+                        0};
+    return check_row(row, 64, terms, RoundingSteps(Dtype::bf16, values_off_grid),
+                     traits_of(Dtype::bf16).poison_bits, 0.0,
+                     [](std::uint16_t bits) {
+                       return static_cast<double>(dtype_to_float(bits, Dtype::bf16));
+                     })
+        .bias;
+  };
+  const RowBiasSample sampled = check(1.0, false);
+  ASSERT_GT(sampled.weight, 0.0);
+  EXPECT_GT(sampled.outward / sampled.weight, 0.25) << "the row leans though rounded to nearest";
+  EXPECT_EQ(problem.descaled(problem.v_storage), true);
+  EXPECT_EQ(check(1.0, true).weight, 0.0) << "on one key: no sample";
+  const double u = traits_of(Dtype::bf16).unit_roundoff();
+  EXPECT_EQ(check(1.0 - 15.0 * u, true).weight, 0.0);
+  EXPECT_GT(check(1.0 - 17.0 * u, true).weight, 0.0) << "spread over other keys: a sample again";
+}
+
 }  // namespace
 }  // namespace attnfuzz
