@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 
+#include "case/drawn_tensor_cache.h"
 #include "case/fp8_quantization.h"
 #include "case/input_draws.h"
 #include "core/parallel_for.h"
@@ -94,15 +95,40 @@ std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t b, std::
   return dominant_key_among(keys, query_row, problem.causal || problem.window_right >= 0);
 }
 
-// A tensor drawn by index: every element drawn_value() of its draws.
+// A tensor drawn by index: every element drawn_value() of its draws, rounded to the dtype, in
+// logical order (kept on this thread for the next case with the same data: drawn_tensor_cache.h),
+// then placed where the strides say.
 std::vector<std::uint16_t> draw_tensor(const AttentionProblem& problem,
                                        DataDistribution distribution, std::uint64_t seed,
                                        const InputShapes& shapes, TensorRole tensor) {
   const TensorDraws draws = tensor_draws(problem, distribution, seed, tensor);
   const TensorShape& shape = shapes.of(tensor);
-  return fill_tensor(shape, problem.dtype,
-                     [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t index) { return drawn_value(draws, shape, index); });
+  const auto logical = drawn_in_logical_order(DrawnTensorKey(draws, shape, problem.dtype), [&] {
+    std::vector<std::uint16_t> patterns(static_cast<std::size_t>(shape.elements()));
+    const std::int64_t row = shape.heads * shape.head_dim;
+    parallel_for(shape.batch * shape.seq_len, [&](std::int64_t first_row) {
+      for (std::int64_t index = first_row * row; index < (first_row + 1) * row; ++index) {
+        patterns[static_cast<std::size_t>(index)] =
+            element_bits(drawn_value(draws, shape, index), problem.dtype);
+      }
+    });
+    return patterns;
+  });
+  const std::vector<std::uint16_t>& patterns = *logical;
+  const std::int64_t span =
+      span_elements(shape.strides, shape.batch, shape.seq_len, shape.heads, shape.head_dim);
+  std::vector<std::uint16_t> buffer(
+      static_cast<std::size_t>(span + input_guard_elements(shape.strides, shape.head_dim)),
+      traits_of(problem.dtype).poison_bits);
+  for (std::int64_t b = 0; b < shape.batch; ++b) {
+    for (std::int64_t s = 0; s < shape.seq_len; ++s) {
+      for (std::int64_t h = 0; h < shape.heads; ++h) {
+        std::copy_n(patterns.begin() + shape.logical_index(b, s, h, 0), shape.head_dim,
+                    buffer.begin() + shape.offset(b, s, h, 0));
+      }
+    }
+  }
+  return buffer;
 }
 
 // peaked_softmax's Q: each row a copy of its dominant key (peaked_query_value), `keys` drawn.

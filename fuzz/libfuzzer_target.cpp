@@ -39,6 +39,7 @@
 #include <string>
 
 #include "case/case_codec.h"
+#include "case/drawn_tensor_cache.h"
 #include "core/exit_codes.h"
 #include "core/harness_error.h"
 #include "core/text.h"
@@ -67,6 +68,7 @@ struct InputTally {
 InputTally tally;
 
 void print_tally() {
+  const DrawnTensorCacheCounts draws = drawn_tensor_cache_counts();
   std::cerr << "attnfuzz: stat::inputs: " << tally.inputs << "\n"
             << "attnfuzz: stat::inputs_not_cases: " << tally.not_cases << "\n"
             << "attnfuzz: stat::inputs_fitted_to_work_cap: " << tally.fitted
@@ -74,7 +76,9 @@ void print_tally() {
             << "attnfuzz: stat::mutations: " << tally.mutations << "\n"
             << "attnfuzz: stat::mutations_rewritten: " << tally.rewritten
             << " (not a case as mutated, or fitted under 2^20)\n"
-            << "attnfuzz: stat::mutations_over_max_len: " << tally.too_long << "\n";
+            << "attnfuzz: stat::mutations_over_max_len: " << tally.too_long << "\n"
+            << "attnfuzz: stat::input_tensors_reused: " << draws.reused << " of "
+            << draws.reused + draws.drawn << " (drawn by an earlier case with the same data)\n";
 }
 
 // Work of most mutations (case/work_cap.h): a case's time grows with its work and rows, and a
