@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The tensors this thread drew by index most recently, kept in logical order, so that a case whose
 // data is a recent case's copies them instead of drawing them again. A tensor's draws depend on its
-// stream key (the seed and the shape: case/data_distribution.cpp), its distribution, its role and
-// the dtype, never on the mask, the scale, the layout or a variant; libFuzzer's mutations and the
-// properties' partner cases change those far more often than the data, and the draws (a logarithm
-// and a cosine per element, in single IEEE operations: case/input_draws.h) are most of a small
-// case's time. What is copied is what would have been drawn: the same patterns, bit for bit.
+// stream key (the seed, the problem's sizes, its dtype and whether it is causal:
+// case/data_distribution.cpp), its distribution and its role, never on the rest of the mask, the
+// scale, the layout, the storage or a variant; libFuzzer's mutations and the properties' partner
+// cases change those far more often than the data, and the draws (a logarithm and a cosine per
+// element, in single IEEE operations: case/input_draws.h) are most of a small case's time. What is
+// copied is what would have been drawn: the same patterns, bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -177,8 +177,7 @@ Comparison compare_rows_on_device(const AttentionProblem& problem,
   ATTNFUZZ_CUDA_CHECK(cudaMemset(table.first_rows, 0xFF, (slots + 1) * sizeof(unsigned long long)));
   RowCheck* device_checks = checks.reserve(rows);
   check_rows<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock>>>(
-      geometry, reference, output, plain, terms,
-      RoundingSteps(problem.dtype, problem.descaled(problem.v_storage)),
+      geometry, reference, output, plain, terms, rounding_steps_of(problem),
       traits_of(problem.dtype).poison_bits, terms.unit_roundoff * max_abs_expected,
       WidenOnDevice{problem.dtype == Dtype::fp16}, rows, device_checks, table);
   ATTNFUZZ_CUDA_CHECK(cudaGetLastError());

@@ -27,6 +27,10 @@ RoundingSteps::RoundingSteps(Dtype output_dtype, bool values_off_grid) {
   one_key_gap = values_off_grid ? 16.0 * traits.unit_roundoff() : 0.0;
 }
 
+RoundingSteps rounding_steps_of(const AttentionProblem& problem) {
+  return RoundingSteps(problem.dtype, problem.descaled(problem.v_storage));
+}
+
 RoundingBiasTest::RoundingBiasTest(Dtype output_dtype, std::int64_t rows) : steps_(output_dtype) {
   if (rows > 0) seen_rows_.reserve(static_cast<std::size_t>(rows));
 }

@@ -33,6 +33,7 @@
 
 #include <math.h>
 
+#include "core/attention_problem.h"
 #include "core/dtype.h"
 #include "core/fingerprint_set.h"
 #include "core/host_device.h"
@@ -75,12 +76,13 @@ struct RoundingSteps {
   double two_unit_roundoff;  // the step at 1
   double min_normal;         // below it the step is absolute: no sample
   // Rows whose largest probability is within this of 1 give no sample (0: every row samples).
-  // Where V is fp8 with descale factors, such a row outputs one key's value times its factor to
-  // within a few steps, and that product's rounding offset depends only on the value's fp8
-  // significand, of which there are 4 or 8: their offsets need not cancel, so every such row leans
-  // alike (a correct kernel leaned 0.26 steps, z = 11.6, on rows of large scores). Beyond 16 u the
-  // key's own term, p times the product, is 8 steps or more from it and moves with p row to row,
-  // which spreads the offsets over the grid again.
+  // Where V is fp8 with descale factors, such a row's output is mostly one key's value times its
+  // factor, and that product's rounding offset depends only on the value's fp8 significand, of
+  // which there are 4 or 8: their offsets need not cancel, so every such row leans alike (a correct
+  // kernel leaned 0.26 steps, z = 11.6, on rows of large scores). Beyond 16 u the key's own term,
+  // p times the product, is 8 steps or more from the product and moves with p row to row, which
+  // spreads the offsets over the grid again. The gap is a measured one, not a proof: other keys
+  // that hold the same fp8 value may keep some lean.
   double one_key_gap = 0.0;
 
   // `values_off_grid`: V's values need not lie on the output dtype's grid (fp8 V with factors).
@@ -91,6 +93,10 @@ struct RoundingSteps {
     return 1.0 - largest_probability < one_key_gap;
   }
 };
+
+// The steps of a problem's output, and its rows on one key left out where V's values are off the
+// output's grid: what every comparison, the CPU's and the GPU's, measures with.
+RoundingSteps rounding_steps_of(const AttentionProblem& problem);
 
 // One row's sample in progress: the weighted sums of its elements' errors, in rounding steps.
 // Host and device code alike (the CPU's comparison and the GPU's, oracle/row_check.h).

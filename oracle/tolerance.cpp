@@ -502,7 +502,7 @@ Comparison compare_to_reference(const AttentionProblem& problem,
                                 const std::vector<float>& plain, const std::uint16_t* output,
                                 const DeclaredNumerics& numerics, const float* lse) {
   const ToleranceTerms terms(problem, numerics);
-  const RoundingSteps steps(problem.dtype, problem.descaled(problem.v_storage));
+  const RoundingSteps steps = rounding_steps_of(problem);
   const double max_expected = max_abs_expected(reference.output);
   // Relative errors count only where |expected| is at least one output rounding of the largest.
   const double relative_floor = terms.unit_roundoff * max_expected;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -60,6 +61,50 @@ TEST(DrawnTensorCache, ACaseDifferingOnlyInWhatTheDataDoesNotDependOnCopiesExact
   EXPECT_EQ(copied.q, drawn.q);
   EXPECT_EQ(copied.k, drawn.k);
   EXPECT_EQ(copied.v, drawn.v);
+}
+
+// Every distribution, in every form the data takes after the draws (quantized to fp8 with factors,
+// placed as varlen or paged rows, with special values injected): drawn cold, or after a case that
+// shares its data but not its layout or its window, the inputs are the same.
+TEST(DrawnTensorCache, EveryDistributionAndFormOfTheDataIsTheSameDrawnOrCopied) {
+  const std::vector<std::function<void(AttentionCase&)>> forms = {
+      [](AttentionCase&) {},
+      [](AttentionCase& c) {
+        c.dtype = Dtype::bf16;
+        c.k_storage = InputStorage::e4m3;
+        c.v_storage = InputStorage::e5m2;
+        c.descale = Descale::per_kv_head;
+      },
+      [](AttentionCase& c) {
+        c.seq_lens_q = {33, 7};
+        c.seq_lens_k = {19, 47};
+      },
+      [](AttentionCase& c) { c.page_size = 16; },
+      [](AttentionCase& c) { c.injection = *parse_injection("k:large:5"); },
+  };
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    for (std::size_t form = 0; form < forms.size(); ++form) {
+      AttentionCase attention_case = small_case();
+      attention_case.data = info.distribution;
+      forms[form](attention_case);
+      AttentionCase sibling = attention_case;
+      sibling.layout = Layout::bhsd;
+      sibling.window_left = 3;
+      SCOPED_TRACE(std::string(info.name) + ", form " + std::to_string(form));
+      AttentionInputs drawn, copied;
+      on_a_fresh_thread([&] { drawn = generate(attention_case); });
+      on_a_fresh_thread([&] {
+        generate(sibling);
+        copied = generate(attention_case);
+        EXPECT_GT(drawn_tensor_cache_counts().reused, 0);
+      });
+      EXPECT_EQ(copied.q, drawn.q);
+      EXPECT_EQ(copied.k, drawn.k);
+      EXPECT_EQ(copied.v, drawn.v);
+      EXPECT_EQ(copied.k_descale, drawn.k_descale);
+      EXPECT_EQ(copied.v_descale, drawn.v_descale);
+    }
+  }
 }
 
 TEST(DrawnTensorCache, ASeedAShapeADtypeOrADistributionOfItsOwnDrawsAgain) {

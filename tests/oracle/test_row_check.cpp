@@ -67,6 +67,28 @@ TEST(RowCheck, RowsCheckedOneByOneAndReducedGiveCompareToReferencesVerdictExactl
   }
 }
 
+TEST(RowCheck, RowsOnOneKeyOfDescaledFp8ValuesGiveNoSampleRowByRowAsInTheWholeComparison) {
+  AttentionCase attention_case = gqa_case();
+  attention_case.dtype = Dtype::bf16;
+  attention_case.data = DataDistribution::large_scores;
+  attention_case.v_storage = InputStorage::e5m2;
+  attention_case.descale = Descale::per_kv_head;
+  ReferenceFixture fixture(attention_case);
+  write_noisy_output(fixture, 0, 5);
+  const Comparison whole = compare_to_reference(fixture.problem, fixture.reference, fixture.plain,
+                                                fixture.output.data());
+  const Comparison by_rows = comparison_of_rows(fixture.problem, row_checks_of(fixture),
+                                                max_abs_of(fixture.reference.output));
+  expect_same(whole, by_rows);
+  const double gap = rounding_steps_of(fixture.problem).one_key_gap;
+  ASSERT_GT(gap, 0.0);
+  std::int64_t on_one_key = 0;
+  for (const double largest : fixture.reference.inverse_row_sum) on_one_key += 1.0 - largest < gap;
+  EXPECT_GT(on_one_key, 0) << "large scores put rows on one key";
+  EXPECT_LE(whole.bias.rows,
+            static_cast<std::int64_t>(fixture.reference.inverse_row_sum.size()) - on_one_key);
+}
+
 TEST(RowCheck, AnUnwrittenElementIsItsRowsFirstFailureAndItsWorst) {
   ReferenceFixture fixture(gqa_case());
   write_noisy_output(fixture, 0, 1);

@@ -27,9 +27,7 @@ struct ReferenceFixture {
         plain(plain_attention(problem, tensors())),
         output(problem) {}
 
-  AttentionTensors tensors() const {
-    return {inputs.q.data(), inputs.k.data(), inputs.v.data(), nullptr};
-  }
+  AttentionTensors tensors() const { return input_tensors(inputs); }
 };
 
 }  // namespace attnfuzz

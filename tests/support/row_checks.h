@@ -67,7 +67,7 @@ inline std::vector<RowCheck> row_checks_of(const ReferenceFixture& fixture) {
                                output_row(problem, fixture.output.data(), b, i, h),
                                &fixture.plain[row * dim],
                                static_cast<std::uint64_t>(kv)};
-        rows.push_back(check_row(arrays, dim, terms, RoundingSteps(problem.dtype),
+        rows.push_back(check_row(arrays, dim, terms, rounding_steps_of(problem),
                                  traits_of(problem.dtype).poison_bits,
                                  terms.unit_roundoff * max_abs, widen));
       }
