@@ -65,13 +65,18 @@ struct InputShapes {
 
 // Fills every element of `shape` with value(b, s, h, d, logical index), rounded to the dtype;
 // the rest of the buffer (row padding, guard tail) holds the poison NaN.
-template <typename ValueOf>
-std::vector<std::uint16_t> fill_tensor(const TensorShape& shape, Dtype dtype, ValueOf value_of) {
+// A buffer for a tensor of `shape`, poisoned: its rows, row padding and guard tail.
+std::vector<std::uint16_t> poisoned_tensor(const TensorShape& shape, Dtype dtype) {
   const std::int64_t span =
       span_elements(shape.strides, shape.batch, shape.seq_len, shape.heads, shape.head_dim);
   const std::int64_t guard = input_guard_elements(shape.strides, shape.head_dim);
-  std::vector<std::uint16_t> buffer(static_cast<std::size_t>(span + guard),
+  return std::vector<std::uint16_t>(static_cast<std::size_t>(span + guard),
                                     traits_of(dtype).poison_bits);
+}
+
+template <typename ValueOf>
+std::vector<std::uint16_t> fill_tensor(const TensorShape& shape, Dtype dtype, ValueOf value_of) {
+  std::vector<std::uint16_t> buffer = poisoned_tensor(shape, dtype);
   parallel_for(shape.batch * shape.seq_len, [&](std::int64_t row) {
     const std::int64_t b = row / shape.seq_len;
     const std::int64_t s = row % shape.seq_len;
@@ -115,11 +120,7 @@ std::vector<std::uint16_t> draw_tensor(const AttentionProblem& problem,
     return patterns;
   });
   const std::vector<std::uint16_t>& patterns = *logical;
-  const std::int64_t span =
-      span_elements(shape.strides, shape.batch, shape.seq_len, shape.heads, shape.head_dim);
-  std::vector<std::uint16_t> buffer(
-      static_cast<std::size_t>(span + input_guard_elements(shape.strides, shape.head_dim)),
-      traits_of(problem.dtype).poison_bits);
+  std::vector<std::uint16_t> buffer = poisoned_tensor(shape, problem.dtype);
   for (std::int64_t b = 0; b < shape.batch; ++b) {
     for (std::int64_t s = 0; s < shape.seq_len; ++s) {
       for (std::int64_t h = 0; h < shape.heads; ++h) {
