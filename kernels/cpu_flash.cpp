@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -285,10 +286,13 @@ ATTNFUZZ_KERNEL_STAGE void load_query_tile(const FlashCall& call, const QueryTil
   const std::int64_t dim = problem.head_dim;
   const int block_m = call.tiles.block_m;
   const int block_n = call.tiles.block_n;
-  work.query.assign(static_cast<std::size_t>(block_m * dim), 0.0f);
-  work.key_t.assign(static_cast<std::size_t>(dim * block_n), 0.0f);
-  work.value.assign(static_cast<std::size_t>(block_n * dim), 0.0f);
-  work.accumulator.assign(static_cast<std::size_t>(block_m * dim), 0.0f);
+  // Rows past the tile's are never read, and load_key_value_tile writes all of the K and V tiles
+  // it stages, so of the workspace only the tile's accumulator rows start from zero.
+  work.query.resize(static_cast<std::size_t>(block_m * dim));
+  work.key_t.resize(static_cast<std::size_t>(dim * block_n));
+  work.value.resize(static_cast<std::size_t>(block_n * dim));
+  work.accumulator.resize(static_cast<std::size_t>(block_m * dim));
+  std::fill_n(work.accumulator.begin(), tile.rows * dim, 0.0f);
   std::fill_n(work.row_max.begin(), tile.rows, initial_running_max(call.plant));
   std::fill_n(work.row_sum.begin(), tile.rows, 0.0f);
 
@@ -307,15 +311,8 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
   const AttentionProblem& problem = call.problem;
   const std::int64_t dim = problem.head_dim;
   const int block_n = call.tiles.block_n;
-  for (int col = 0; col < block_n; ++col) {
-    const bool inside = col < key_tile.keys;
-    if (!inside) {
-      for (std::int64_t d = 0; d < dim; ++d) {
-        work.key_t[d * block_n + col] = 0.0f;
-        work.value[col * dim + d] = 0.0f;
-      }
-      continue;
-    }
+  const int keys = std::max(key_tile.keys, 0);  // none when a plant ends the keys before the tile
+  for (int col = 0; col < keys; ++col) {
     const std::int64_t key = key_tile.first_key + col;
     const std::uint16_t* k_row =
         key_value_row(call, tile, call.tensors.k, tile.k_head, problem.k_strides, key);
@@ -326,6 +323,11 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
       work.value[col * dim + d] = call.widen_v[v_row[d]];
     }
   }
+  // Columns past the keys, row by row of K^T (contiguous, unlike a column of it).
+  for (std::int64_t d = 0; d < dim; ++d) {
+    std::fill(&work.key_t[d * block_n + keys], &work.key_t[(d + 1) * block_n], 0.0f);
+  }
+  std::fill(&work.value[keys * dim], &work.value[block_n * dim], 0.0f);
   if (dequantizes_into_output_dtype(call.plant)) {
     dequantize_in_place(&work.key_t[0], dim * block_n, tile.key_element_factor, problem.dtype);
     dequantize_in_place(&work.value[0], block_n * dim, tile.value_element_factor, problem.dtype);
@@ -362,23 +364,36 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
   const KeyRange visible_keys =
       visible_key_range_of_row(query, tile.diagonal_offset, problem.causal, problem.window_left,
                                problem.window_right, tile.key_end, plant);
+  // The tile's columns the row sees, [first_visible, end_visible); the others become -inf. Each
+  // step is a pass of its own over them, so that no column tests what holds for the whole row.
+  const std::int64_t keys = std::max(key_tile.keys, 0);
+  const std::int64_t first_visible =
+      std::clamp<std::int64_t>(visible_keys.first - key_tile.first_key, 0, keys);
+  const std::int64_t end_visible =
+      std::clamp<std::int64_t>(visible_keys.end - key_tile.first_key, first_visible, keys);
   const float softcap = static_cast<float>(problem.softcap);
-  float tile_max = kNegativeInfinity;
-  for (int col = 0; col < block_n; ++col) {
-    const std::int64_t key = key_tile.first_key + col;
-    const bool visible = col < key_tile.keys && key >= visible_keys.first && key < visible_keys.end;
-    float score = scores[col] * tile.scale;
-    if (softcap > 0.0f) {
-      score = softcaps_before_scale(plant) ? softcap * std::tanh(scores[col] / softcap) * tile.scale
-                                           : softcap * std::tanh(score / softcap);
+  if (softcap <= 0.0f) {
+    for (std::int64_t col = first_visible; col < end_visible; ++col) scores[col] *= tile.scale;
+  } else if (softcaps_before_scale(plant)) {
+    for (std::int64_t col = first_visible; col < end_visible; ++col) {
+      scores[col] = softcap * std::tanh(scores[col] / softcap) * tile.scale;
     }
-    if (problem.alibi) {
-      const std::int64_t distance = query + tile.alibi_offset - key;
-      score -= tile.alibi_slope * static_cast<float>(distance < 0 ? -distance : distance);
+  } else {
+    for (std::int64_t col = first_visible; col < end_visible; ++col) {
+      scores[col] = softcap * std::tanh(scores[col] * tile.scale / softcap);
     }
-    scores[col] = visible ? score : kNegativeInfinity;
-    tile_max = std::max(tile_max, scores[col]);
   }
+  if (problem.alibi) {
+    const std::int64_t first_distance = query + tile.alibi_offset - key_tile.first_key;
+    for (std::int64_t col = first_visible; col < end_visible; ++col) {
+      const std::int64_t distance = first_distance - col;
+      scores[col] -= tile.alibi_slope * static_cast<float>(distance < 0 ? -distance : distance);
+    }
+  }
+  std::fill(scores, scores + first_visible, kNegativeInfinity);
+  std::fill(scores + end_visible, scores + block_n, kNegativeInfinity);
+  float tile_max = kNegativeInfinity;
+  for (int col = 0; col < block_n; ++col) tile_max = std::max(tile_max, scores[col]);
 
   const float old_max = work.row_max[row];
   const float new_max = new_running_max(std::max(old_max, tile_max), plant);
@@ -425,7 +440,11 @@ ATTNFUZZ_KERNEL_STAGE void store_output_row(const FlashCall& call, const QueryTi
     const float value = values[d] * tile.value_descale;
     o_row[d] = toward_zero ? float_to_dtype_toward_zero(value, problem.dtype)
                            : float_to_dtype(value, problem.dtype);
-    if (o_row + d == call.flaky_element) o_row[d] ^= 1u;
+  }
+  const std::less_equal<const std::uint16_t*> at_or_before;
+  if (call.flaky_element != nullptr && at_or_before(o_row, call.flaky_element) &&
+      !at_or_before(o_row + problem.head_dim, call.flaky_element)) {
+    o_row[call.flaky_element - o_row] ^= 1u;
   }
 }
 
