@@ -18,6 +18,7 @@
 #include "case/drawn_tensor_cache.h"
 #include "case/fp8_quantization.h"
 #include "case/input_draws.h"
+#include "case/normal_draws.h"
 #include "core/parallel_for.h"
 #include "core/splitmix.h"
 
@@ -100,6 +101,31 @@ std::int64_t dominant_key(const AttentionProblem& problem, std::int64_t b, std::
   return dominant_key_among(keys, query_row, problem.causal || problem.window_right >= 0);
 }
 
+// Whether most elements of the tensor are normal draws at their own index, so that drawing a row's
+// normals at once (case/normal_draws.h) saves time. Only a matter of speed: drawn_value_given()
+// decides what each element is, and reads a normal from the run only where it draws one.
+bool draws_own_index_normals(const TensorDraws& draws) {
+  switch (draws.distribution) {
+    case DataDistribution::uniform:
+    case DataDistribution::small_integers:
+      return false;
+    case DataDistribution::flat_softmax:
+      return draws.tensor != TensorRole::key;  // K repeats its row 0
+    default:
+      return true;
+  }
+}
+
+// Normal draws at indices [first, first + normals.size()) looked up, any other computed.
+struct NormalsOfARun {
+  const InputStream& stream;
+  std::uint64_t first;
+  std::span<const double> normals;
+  double operator()(std::uint64_t index) const {
+    return index - first < normals.size() ? normals[index - first] : stream.normal(index);
+  }
+};
+
 // A tensor drawn by index: every element drawn_value() of its draws, rounded to the dtype, in
 // logical order (kept on this thread for the next case with the same data: drawn_tensor_cache.h),
 // then placed where the strides say.
@@ -111,10 +137,16 @@ std::vector<std::uint16_t> draw_tensor(const AttentionProblem& problem,
   const auto logical = drawn_in_logical_order(DrawnTensorKey(draws, shape, problem.dtype), [&] {
     std::vector<std::uint16_t> patterns(static_cast<std::size_t>(shape.elements()));
     const std::int64_t row = shape.heads * shape.head_dim;
+    const bool by_runs = draws_own_index_normals(draws);
     parallel_for(shape.batch * shape.seq_len, [&](std::int64_t first_row) {
-      for (std::int64_t index = first_row * row; index < (first_row + 1) * row; ++index) {
+      thread_local std::vector<double> normals;
+      const std::int64_t first = first_row * row;
+      normals.resize(by_runs ? static_cast<std::size_t>(row) : 0);
+      draw_normals(draws.stream, static_cast<std::uint64_t>(first), normals);
+      const NormalsOfARun normal_at{draws.stream, static_cast<std::uint64_t>(first), normals};
+      for (std::int64_t index = first; index < first + row; ++index) {
         patterns[static_cast<std::size_t>(index)] =
-            element_bits(drawn_value(draws, shape, index), problem.dtype);
+            element_bits(drawn_value_given(draws, shape, index, normal_at), problem.dtype);
       }
     });
     return patterns;

@@ -33,10 +33,11 @@ struct InputStream {
     return portable::sub(portable::mul(2.0, uniform(index)), 1.0);
   }
   // Standard normal by Box-Muller from two draws of the same index. 1 - u is exact (u is a
-  // multiple of 2^-53 below 1), so the logarithm's argument lies in [2^-53, 1].
+  // multiple of 2^-53 below 1), so the logarithm's argument lies in [2^-53, 1]: a normal number.
+  // Branch-free, so that case/normal_draws.cpp's loops over it vectorise.
   ATTNFUZZ_HOST_DEVICE double normal(std::uint64_t index) const {
-    const double radius = portable::sqrt(
-        portable::mul(-2.0, portable::natural_log(portable::sub(1.0, uniform(index, 0)))));
+    const double radius = portable::sqrt(portable::mul(
+        -2.0, portable::natural_log_of_normal(portable::sub(1.0, uniform(index, 0)))));
     return portable::mul(radius, portable::cos_two_pi(uniform(index, 1)));
   }
 };
@@ -97,10 +98,20 @@ ATTNFUZZ_HOST_DEVICE constexpr bool copies_another_tensor(DataDistribution distr
   return distribution == DataDistribution::peaked_softmax && tensor == TensorRole::query;
 }
 
+// The normal draws of a stream, one at a time: InputStream::normal.
+struct NormalsOneByOne {
+  const InputStream& stream;
+  ATTNFUZZ_HOST_DEVICE double operator()(std::uint64_t index) const { return stream.normal(index); }
+};
+
 // The value of the element with logical index `index` of a tensor of `shape`, in double, before
-// rounding to the dtype. Not for a tensor that copies_another_tensor().
-ATTNFUZZ_HOST_DEVICE inline double drawn_value(const TensorDraws& draws, const TensorShape& shape,
-                                               std::int64_t index) {
+// rounding to the dtype, given `normal_at`, which returns draws.stream.normal(i) for an index i
+// (computed or looked up: case/normal_draws.h draws a run of them at once). Not for a tensor that
+// copies_another_tensor().
+template <typename NormalAt>
+ATTNFUZZ_HOST_DEVICE inline double drawn_value_given(const TensorDraws& draws,
+                                                     const TensorShape& shape, std::int64_t index,
+                                                     const NormalAt& normal_at) {
   using portable::add;
   using portable::mul;
   const InputStream& stream = draws.stream;
@@ -115,13 +126,13 @@ ATTNFUZZ_HOST_DEVICE inline double drawn_value(const TensorDraws& draws, const T
     // a per-key spread ~ N(0, 10^2): rows far above 0 overflow exp() without the max subtraction,
     // rows far below underflow when the running max does not start at -inf.
     case DataDistribution::large_scores:
-      if (draws.tensor == TensorRole::query) return mul(4.0, stream.normal(at));
-      if (draws.tensor == TensorRole::key) return add(50.0, mul(2.5, stream.normal(at)));
+      if (draws.tensor == TensorRole::query) return mul(4.0, normal_at(at));
+      if (draws.tensor == TensorRole::key) return add(50.0, mul(2.5, normal_at(at)));
       break;
     // Every key of a head equals its key 0: all scores of a row tie.
     case DataDistribution::flat_softmax:
       if (draws.tensor == TensorRole::key) {
-        return stream.normal(static_cast<std::uint64_t>(shape.first_row_index(index)));
+        return normal_at(static_cast<std::uint64_t>(shape.first_row_index(index)));
       }
       break;
     case DataDistribution::small_integers:
@@ -134,7 +145,13 @@ ATTNFUZZ_HOST_DEVICE inline double drawn_value(const TensorDraws& draws, const T
       }
       break;
   }
-  return stream.normal(at);
+  return normal_at(at);
+}
+
+// The same, each normal draw computed as it is needed.
+ATTNFUZZ_HOST_DEVICE inline double drawn_value(const TensorDraws& draws, const TensorShape& shape,
+                                               std::int64_t index) {
+  return drawn_value_given(draws, shape, index, NormalsOneByOne{draws.stream});
 }
 
 // The key query row `query_row` of peaked_softmax copies, among `keys`, those it sees: one it

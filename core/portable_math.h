@@ -88,24 +88,23 @@ ATTNFUZZ_HOST_DEVICE inline double double_from_bits(std::uint64_t bits) {
 // ---- the functions: fdlibm's algorithms (Sun Microsystems, 1993, as in FreeBSD's msun), each
 // under 1 ulp there; written again through the helpers above, in their order of operations ----
 
-// ln(x) for positive finite x (fdlibm's e_log.c). x = 2^k m with m in [sqrt(2)/2, sqrt(2)) by
+namespace detail {
+
+// ln(2^extra x) for a normal x (fdlibm's e_log.c). x = 2^k m with m in [sqrt(2)/2, sqrt(2)) by
 // exponent arithmetic, then ln(m) = ln(1 + f) = 2 atanh(s), s = f / (2 + f), from a minimax
-// polynomial in s^2, and ln(x) = k ln2 + ln(m) with ln2 split in two so that k ln2_hi is exact.
-ATTNFUZZ_HOST_DEVICE inline double natural_log(double x) {
+// polynomial in s^2, and the result (k + extra) ln2 + ln(m) with ln2 split in two so that the
+// product with its high part is exact. Without a branch, so that loops over it vectorise:
+// fdlibm's choice between two sums is made by selecting one of both.
+ATTNFUZZ_HOST_DEVICE inline double scaled_log_of_normal(double x, std::int32_t extra) {
   constexpr double kLn2High = 0x1.62e42fee00000p-1;  // its low 32 bits 0: k * kLn2High is exact
   constexpr double kLn2Low = 0x1.a39ef35793c76p-33;
   constexpr double kLg1 = 0x1.5555555555593p-1, kLg2 = 0x1.999999997fa04p-2,
                    kLg3 = 0x1.2492494229359p-2, kLg4 = 0x1.c71c51d8e78afp-3,
                    kLg5 = 0x1.7466496cb03dep-3, kLg6 = 0x1.39a09d078c69fp-3,
                    kLg7 = 0x1.2f112df3e5244p-3;
-  std::int32_t k = 0;
-  if (x < 0x1p-1022) {  // subnormal: into the normal range by an exact power of two
-    x = mul(x, 0x1p54);
-    k = -54;
-  }
   const std::uint64_t bits = bits_of(x);
   const auto high_word = static_cast<std::uint32_t>(bits >> 32);
-  k += static_cast<std::int32_t>(high_word >> 20) - 1023;
+  std::int32_t k = extra + static_cast<std::int32_t>(high_word >> 20) - 1023;
   const std::uint32_t high = high_word & 0x000fffffu;  // the significand's top 20 bits
   // 0x100000 when the significand is at least sqrt(2): then m = significand / 2, one more in k.
   const std::uint32_t halve = (high + 0x95f64u) & 0x100000u;
@@ -122,12 +121,27 @@ ATTNFUZZ_HOST_DEVICE inline double natural_log(double x) {
   const double r = add(t2, t1);
   // Two ways to add the pieces, as fdlibm chooses by m: with f^2 / 2 apart when m is far from 1.
   const auto hx = static_cast<std::int32_t>(high);
-  if (((hx - 0x6147a) | (0x6b851 - hx)) > 0) {
-    const double half_f_squared = mul(mul(0.5, f), f);
-    return sub(mul(dk, kLn2High),
-               sub(sub(half_f_squared, add(mul(s, add(half_f_squared, r)), mul(dk, kLn2Low))), f));
-  }
-  return sub(mul(dk, kLn2High), sub(sub(mul(s, sub(f, r)), mul(dk, kLn2Low)), f));
+  const bool far_from_one = ((hx - 0x6147a) | (0x6b851 - hx)) > 0;
+  const double half_f_squared = mul(mul(0.5, f), f);
+  const double far =
+      sub(mul(dk, kLn2High),
+          sub(sub(half_f_squared, add(mul(s, add(half_f_squared, r)), mul(dk, kLn2Low))), f));
+  const double near = sub(mul(dk, kLn2High), sub(sub(mul(s, sub(f, r)), mul(dk, kLn2Low)), f));
+  return far_from_one ? far : near;
+}
+
+}  // namespace detail
+
+// ln(x) for positive finite x; a subnormal x is first brought into the normal range by an exact
+// power of two.
+ATTNFUZZ_HOST_DEVICE inline double natural_log(double x) {
+  if (x < 0x1p-1022) return detail::scaled_log_of_normal(mul(x, 0x1p54), -54);
+  return detail::scaled_log_of_normal(x, 0);
+}
+
+// ln(x) for x >= 2^-1022, without natural_log's branch for subnormals.
+ATTNFUZZ_HOST_DEVICE inline double natural_log_of_normal(double x) {
+  return detail::scaled_log_of_normal(x, 0);
 }
 
 namespace detail {
@@ -169,23 +183,18 @@ ATTNFUZZ_HOST_DEVICE inline double cos_near_zero(double x) {
 ATTNFUZZ_HOST_DEVICE inline double cos_two_pi(double u) {
   constexpr double kHalfPi = 0x1.921fb54442d18p+0;
   const double four_u = mul(4.0, u);  // exact
-  double n = floor(four_u);
-  double r = sub(four_u, n);  // exact: the fraction of a double
-  if (r > 0.5) {
-    r = sub(r, 1.0);  // exact (Sterbenz)
-    n = add(n, 1.0);  // exact: an integer below 2^52
-  }
+  const double below = floor(four_u);
+  const double fraction = sub(four_u, below);  // exact: the fraction of a double
+  const bool rounds_up = fraction > 0.5;
+  const double r = rounds_up ? sub(fraction, 1.0) : fraction;  // exact (Sterbenz)
+  const double n = rounds_up ? add(below, 1.0) : below;        // exact: an integer below 2^52
   const double x = mul(r, kHalfPi);
-  switch (static_cast<std::int64_t>(n) & 3) {  // the quadrant: n mod 4
-    case 0:
-      return detail::cos_near_zero(x);
-    case 1:
-      return -detail::sin_near_zero(x);
-    case 2:
-      return -detail::cos_near_zero(x);
-    default:
-      return detail::sin_near_zero(x);
-  }
+  // By the quadrant, n mod 4: cos x, -sin x, -cos x, sin x. Both are computed and one selected,
+  // without a branch, so that loops over draws vectorise.
+  const auto quadrant = static_cast<std::int64_t>(n) & 3;
+  const double magnitude =
+      (quadrant & 1) != 0 ? detail::sin_near_zero(x) : detail::cos_near_zero(x);
+  return quadrant == 1 || quadrant == 2 ? -magnitude : magnitude;
 }
 
 }  // namespace attnfuzz::portable
