@@ -27,11 +27,10 @@ class ContainedPropertyCheck {
 
   // check_property(property, attention_case) in a worker; a crash or hang is a failure naming it
   // with the worker's last output; running out of memory is not (the case is not judged). No check
-  // starts after the budget (and a second more). One still running then may finish if it takes no
-  // longer than ten times the longest check that finished (at least a second more), or, when none
-  // has finished, the budget again (at least 10 s): a slow kernel's last check. Past that it fails
-  // as hung, so that a kernel that hangs is never passed for want of a --case-timeout below the
-  // budget.
+  // starts after the budget (and a second more). One still running then may finish within the
+  // longest of ten times the longest check that finished, the budget again (up to 300 s) and
+  // 10 s: a slow kernel's last check. Past that it fails as hung, so that a kernel that hangs is
+  // never passed for want of a --case-timeout below the budget.
   PropertyCheck operator()(Property property, const AttentionCase& attention_case);
 
   // probe_kernel_reach (fuzz/kernel_reach.h) in a worker, so that a kernel's supports() that
