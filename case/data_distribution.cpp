@@ -8,6 +8,7 @@
 #include "case/data_distribution.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -111,14 +112,21 @@ bool draws_own_index_normals(const TensorDraws& draws) {
       return false;
     case DataDistribution::flat_softmax:
       return draws.tensor != TensorRole::key;  // K repeats its row 0
-    default:
+    case DataDistribution::normal:
+    case DataDistribution::large_scores:
+    case DataDistribution::peaked_softmax:
+    case DataDistribution::value_outliers:
       return true;
   }
+  return true;
 }
+
+// Indices drawn at once: long enough for the vector loop, short enough to stay in L1.
+constexpr std::int64_t kNormalsRun = 1024;
 
 // Normal draws at indices [first, first + normals.size()) looked up, any other computed.
 struct NormalsOfARun {
-  const InputStream& stream;
+  InputStream stream;
   std::uint64_t first;
   std::span<const double> normals;
   double operator()(std::uint64_t index) const {
@@ -139,14 +147,18 @@ std::vector<std::uint16_t> draw_tensor(const AttentionProblem& problem,
     const std::int64_t row = shape.heads * shape.head_dim;
     const bool by_runs = draws_own_index_normals(draws);
     parallel_for(shape.batch * shape.seq_len, [&](std::int64_t first_row) {
-      thread_local std::vector<double> normals;
-      const std::int64_t first = first_row * row;
-      normals.resize(by_runs ? static_cast<std::size_t>(row) : 0);
-      draw_normals(draws.stream, static_cast<std::uint64_t>(first), normals);
-      const NormalsOfARun normal_at{draws.stream, static_cast<std::uint64_t>(first), normals};
-      for (std::int64_t index = first; index < first + row; ++index) {
-        patterns[static_cast<std::size_t>(index)] =
-            element_bits(drawn_value_given(draws, shape, index, normal_at), problem.dtype);
+      std::array<double, kNormalsRun> normals;
+      const std::int64_t row_end = (first_row + 1) * row;
+      for (std::int64_t first = first_row * row; first < row_end; first += kNormalsRun) {
+        const std::int64_t end = std::min(first + kNormalsRun, row_end);
+        const std::span<double> run(normals.data(),
+                                    by_runs ? static_cast<std::size_t>(end - first) : 0);
+        draw_normals(draws.stream, static_cast<std::uint64_t>(first), run);
+        const NormalsOfARun normal_at{draws.stream, static_cast<std::uint64_t>(first), run};
+        for (std::int64_t index = first; index < end; ++index) {
+          patterns[static_cast<std::size_t>(index)] =
+              element_bits(drawn_value_given(draws, shape, index, normal_at), problem.dtype);
+        }
       }
     });
     return patterns;

@@ -100,7 +100,7 @@ ATTNFUZZ_HOST_DEVICE constexpr bool copies_another_tensor(DataDistribution distr
 
 // The normal draws of a stream, one at a time: InputStream::normal.
 struct NormalsOneByOne {
-  const InputStream& stream;
+  InputStream stream;
   ATTNFUZZ_HOST_DEVICE double operator()(std::uint64_t index) const { return stream.normal(index); }
 };
 

@@ -6,12 +6,21 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "case/input_draws.h"
 
 namespace attnfuzz {
 
-// values[i] = stream.normal(first + i) for every i in the span.
+// values[i] = stream.normal(first + i) for every i in the span, by the fastest loop this CPU runs.
 void draw_normals(const InputStream& stream, std::uint64_t first, std::span<double> values);
+
+// For tests: each loop this CPU can run (AVX-512, AVX2, baseline), which must all agree.
+struct NormalsLoop {
+  std::string_view instruction_set;
+  void (*draw)(const InputStream& stream, std::uint64_t first, std::span<double> values);
+};
+std::vector<NormalsLoop> normals_loops_this_cpu_runs();
 
 }  // namespace attnfuzz

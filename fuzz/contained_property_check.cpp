@@ -18,10 +18,14 @@ constexpr double kBudgetGraceSeconds = 1.0;
 // running then gets the longest of kSlowCheckFactor times the longest check that finished, the
 // budget again (up to kLongestBudgetGraceSeconds) and kLeastGraceSeconds. Past that it is a hang.
 // Not ten times the longest check alone: a random case can be thousands of times a typical one
-// (a decode step over 2^16 sequences), and a slow kernel, Python's above all, takes seconds on it.
+// (a decode step over 68,556 sequences), and a slow kernel, Python's above all, takes seconds on
+// it.
 constexpr double kSlowCheckFactor = 10.0;
 constexpr double kLongestBudgetGraceSeconds = 300.0;
 constexpr double kLeastGraceSeconds = 10.0;
+// The kernel's reach is probed before any check, in a worker that starts then: it may take the
+// budget, at least this long, when no --case-timeout bounds it.
+constexpr double kReachProbeSeconds = 10.0;
 
 // The key of a property check's request: the property's name.
 constexpr const char* kPropertyKey = "property";
@@ -73,9 +77,11 @@ PropertyCheck ContainedPropertyCheck::operator()(Property property,
       failure = "hung: the kernel was still running a check " +
                 fixed_decimals(seconds_since(check_started), 1) +
                 " s after it began, when the --budget had run out and " + fixed_decimals(grace, 1) +
-                " s more had passed (the longest of ten times the longest check that finished," +
-                " the budget again up to 300 s, and 10 s); a --case-timeout below the budget" +
-                " names a hang sooner" +
+                " s more had passed (the longest of " + fixed_decimals(kSlowCheckFactor, 0) +
+                " times the longest check that finished, the budget again up to " +
+                fixed_decimals(kLongestBudgetGraceSeconds, 0) + " s, and " +
+                fixed_decimals(kLeastGraceSeconds, 0) +
+                " s); a --case-timeout below the budget names a hang sooner" +
                 (loss.output_tail.empty() ? "" : "; its last output:\n" + loss.output_tail);
       return true;
     }
@@ -89,7 +95,7 @@ PropertyCheck ContainedPropertyCheck::operator()(Property property,
 
 KernelReach ContainedPropertyCheck::reach() {
   pool_.set_case_timeout(case_timeout_seconds_ > 0 ? case_timeout_seconds_
-                                                   : std::max(kLeastGraceSeconds, budget_seconds_));
+                                                   : std::max(kReachProbeSeconds, budget_seconds_));
   KernelReach reach;
   const auto request_of = [](std::size_t) {
     return nlohmann::json{

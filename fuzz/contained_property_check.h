@@ -2,8 +2,8 @@
 // Property checks of the search run contained, as the matrix runner's cases are: in a worker
 // process (run/worker_pool.h) that stays up between checks, so that a kernel that crashes, hangs
 // or exits costs one check, which fails with what happened, and the search goes on to shrink it
-// and save the minimal case. A kernel call is stopped at the case timeout (a hang: the check
-// fails) or when the search's budget is spent (the check counts as passed and the search ends).
+// and save the minimal case. A kernel call is stopped at the case timeout, or at the grace past
+// the search's budget (operator() below): a hang, which fails the check.
 #pragma once
 
 #include <chrono>

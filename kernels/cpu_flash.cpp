@@ -279,7 +279,8 @@ ATTNFUZZ_KERNEL_STAGE void dequantize_in_place(float* values, std::int64_t count
   round_to_dtype_in_place(values, count, dtype);
 }
 
-// Clears the workspace for the tile and widens its Q rows to fp32.
+// Sizes the workspace for the tile, starts its rows' accumulators and running statistics, and
+// widens its Q rows to fp32.
 ATTNFUZZ_KERNEL_STAGE void load_query_tile(const FlashCall& call, const QueryTile& tile,
                                            TileWorkspace& work) {
   const AttentionProblem& problem = call.problem;
@@ -305,13 +306,15 @@ ATTNFUZZ_KERNEL_STAGE void load_query_tile(const FlashCall& call, const QueryTil
   }
 }
 
-// Stages the K tile (transposed) and the V tile in fp32; rows past the tile's keys stay zero.
+// Stages the K tile (transposed) and the V tile in fp32, zero past the tile's keys.
 ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const QueryTile& tile,
                                                const KeyTile& key_tile, TileWorkspace& work) {
   const AttentionProblem& problem = call.problem;
   const std::int64_t dim = problem.head_dim;
   const int block_n = call.tiles.block_n;
-  const int keys = std::max(key_tile.keys, 0);  // none when a plant ends the keys before the tile
+  // Never negative in a tile that plan_query_tile lays out; the guard keeps the fills below in
+  // bounds whatever a plant does to the key range.
+  const int keys = std::max(key_tile.keys, 0);
   for (int col = 0; col < keys; ++col) {
     const std::int64_t key = key_tile.first_key + col;
     const std::uint16_t* k_row =
@@ -323,11 +326,13 @@ ATTNFUZZ_KERNEL_STAGE void load_key_value_tile(const FlashCall& call, const Quer
       work.value[col * dim + d] = call.widen_v[v_row[d]];
     }
   }
-  // Columns past the keys, row by row of K^T (contiguous, unlike a column of it).
+  // Columns past the keys: the end of each row of K^T (contiguous, unlike a column of it) and
+  // whole rows of V.
+  float* const key_t = work.key_t.data();
   for (std::int64_t d = 0; d < dim; ++d) {
-    std::fill(&work.key_t[d * block_n + keys], &work.key_t[(d + 1) * block_n], 0.0f);
+    std::fill(key_t + d * block_n + keys, key_t + (d + 1) * block_n, 0.0f);
   }
-  std::fill(&work.value[keys * dim], &work.value[block_n * dim], 0.0f);
+  std::fill(work.value.data() + keys * dim, work.value.data() + block_n * dim, 0.0f);
   if (dequantizes_into_output_dtype(call.plant)) {
     dequantize_in_place(&work.key_t[0], dim * block_n, tile.key_element_factor, problem.dtype);
     dequantize_in_place(&work.value[0], block_n * dim, tile.value_element_factor, problem.dtype);
@@ -372,7 +377,7 @@ ATTNFUZZ_KERNEL_STAGE void add_key_tile_to_row(const FlashCall& call, const Quer
   const std::int64_t end_visible =
       std::clamp<std::int64_t>(visible_keys.end - key_tile.first_key, first_visible, keys);
   const float softcap = static_cast<float>(problem.softcap);
-  if (softcap <= 0.0f) {
+  if (!(softcap > 0.0f)) {
     for (std::int64_t col = first_visible; col < end_visible; ++col) scores[col] *= tile.scale;
   } else if (softcaps_before_scale(plant)) {
     for (std::int64_t col = first_visible; col < end_visible; ++col) {
@@ -441,6 +446,8 @@ ATTNFUZZ_KERNEL_STAGE void store_output_row(const FlashCall& call, const QueryTi
     o_row[d] = toward_zero ? float_to_dtype_toward_zero(value, problem.dtype)
                            : float_to_dtype(value, problem.dtype);
   }
+  // std::less_equal orders any two pointers, which <= does not promise for pointers into
+  // different arrays (an addressing plant's O row need not lie in the flaky element's).
   const std::less_equal<const std::uint16_t*> at_or_before;
   if (call.flaky_element != nullptr && at_or_before(o_row, call.flaky_element) &&
       !at_or_before(o_row + problem.head_dim, call.flaky_element)) {

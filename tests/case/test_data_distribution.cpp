@@ -138,8 +138,9 @@ TEST_P(DataDistributionPerDtype, SameProblemDistributionAndSeedGiveBitwiseIdenti
 }
 
 // A saved case replays the data it failed on only while its tensors keep their bits: every
-// distribution's Q, K and V in both dtypes, on a shape whose rows (4 heads of 72) end off any
-// power of two, hashed, as they were when first pinned.
+// distribution's Q, K and V in both dtypes on a GQA shape (rows of 4 query heads and 2 KV heads
+// of 72), with their poisoned padding and guard tails, hashed, as they were when first pinned
+// (before the normal draws were vectorised).
 TEST(DataDistribution, EveryDistributionKeepsItsBitsSoThatSavedCasesReplayTheirData) {
   std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the patterns
   std::string per_distribution;

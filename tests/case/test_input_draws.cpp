@@ -137,7 +137,8 @@ TEST(InputDraws, UniformAndSmallIntegersAreTheirFormulasExactly) {
 }
 
 // A saved case replays the data it failed on only while the stream gives the same bits: the
-// normal draws of four streams at a million indices each, hashed, as they were when first pinned.
+// normal draws of four streams at a million indices each, hashed, as they were when first pinned
+// (before Box-Muller's functions became branch-free).
 // A change to the draws' arithmetic that alters any bit fails here.
 TEST(InputDraws, TheNormalDrawsKeepTheirBitsSoThatSavedCasesReplayTheirData) {
   std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the values' bits

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The bulk normal draws (case/normal_draws.h) are the stream's one-by-one draws, bit for bit,
-// whatever the run's start and length: vector bodies, their remainders, and indices that wrap.
+// The bulk normal draws (case/normal_draws.h) are the stream's one-by-one draws, bit for bit, by
+// every loop this CPU runs, whatever the run's start and length: vector bodies, their remainders,
+// and indices that wrap.
 #include "case/normal_draws.h"
 
 #include <gtest/gtest.h>
@@ -23,11 +24,18 @@ TEST(NormalDraws, EveryValueOfARunIsTheStreamsOwnNormalDrawBitForBit) {
                                 : run % 4 == 1 ? ~std::uint64_t{0} - 20
                                                : splitmix64_step(state++);
     std::vector<double> values(static_cast<std::size_t>(run % 131));  // 0 to 130 long
-    draw_normals(stream, first, values);
+    for (const NormalsLoop& loop : normals_loops_this_cpu_runs()) {
+      loop.draw(stream, first, values);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(values[i]),
+                  std::bit_cast<std::uint64_t>(stream.normal(first + i)))
+            << loop.instruction_set << ": run " << run << " first " << first << " element " << i;
+      }
+    }
+    draw_normals(stream, first, values);  // the fastest of them
     for (std::size_t i = 0; i < values.size(); ++i) {
       ASSERT_EQ(std::bit_cast<std::uint64_t>(values[i]),
-                std::bit_cast<std::uint64_t>(stream.normal(first + i)))
-          << "run " << run << " first " << first << " element " << i;
+                std::bit_cast<std::uint64_t>(stream.normal(first + i)));
     }
   }
 }

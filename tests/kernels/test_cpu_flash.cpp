@@ -6,6 +6,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -468,6 +469,41 @@ TEST(CpuFlashPlants, AllowingNondeterminismJudgesEveryRunAgainstTheOracle) {
   settings.plant = PlantedBug::output_truncation;  // wrong in every run: still fails
   attention_case.seq_len_q = 200;
   EXPECT_EQ(CaseRunner(settings).run(attention_case).status, CaseStatus::fail);
+}
+
+// cpu_flash's output is part of what the harness's own tests and benchmarks rest on: a rewrite
+// of its loops for speed must leave every bit as it was. O and the log-sum-exp of every case of
+// the edge, variant and fp8 matrices that it runs, hashed, as they were before its mask and
+// staging loops were rewritten.
+TEST(CpuFlash, KeepsItsOutputBitsOnTheShippedMatrices) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
+  const auto mix = [&](std::uint64_t value) { hash = (hash ^ value) * 0x100000001b3ull; };
+  int ran = 0;
+  for (const char* matrix : {"edges.json", "variants.json", "fp8.json"}) {
+    for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
+      const AttentionProblem problem = problem_of(attention_case);
+      if (!cpu_flash_kernel().supports(problem).supported) continue;
+      if (problem.batch * problem.heads * problem.seq_len_q * problem.seq_len_k * problem.head_dim >
+          (std::int64_t{1} << 26)) {
+        continue;  // the launch-limit shapes: their few keys are covered by smaller cases
+      }
+      const AttentionInputs inputs = generate_inputs(problem, attention_case.data,
+                                                     attention_case.seed, attention_case.injection);
+      GuardedOutput output(problem);
+      ASSERT_EQ(run_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::none, output).error,
+                "");
+      for (std::int64_t index = 0; index < output.span(); ++index) mix(output.data()[index]);
+      if (output.lse() != nullptr) {
+        for (std::int64_t index = 0; index < lse_span(problem); ++index) {
+          mix(std::bit_cast<std::uint32_t>(output.lse()[index]));
+        }
+      }
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 200);
+  EXPECT_EQ(hash, 0x392b49a4b35d9014ull)
+      << std::hex << hash << " over " << std::dec << ran << " cases";
 }
 
 TEST(CpuFlashPlants, TheSlowdownsLeaveEveryOutputBitAsItWas) {
