@@ -543,9 +543,6 @@ ATTNFUZZ_KERNEL_STAGE void combine_splits(const FlashCall& call, const QueryTile
   }
 }
 
-// Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time. Products of fp16/bf16
-// values are exact in fp32, and the kernels library builds with -ffp-contract=off, so every
-// clone computes bit-identical results.
 // The online softmax of a query tile over its key tiles [first_key_tile, key_tiles), from a fresh
 // workspace.
 ATTNFUZZ_KERNEL_STAGE void run_key_tiles(const FlashCall& call, const QueryTile& tile,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "case/attention_case.h"
+#include "case/input_draws.h"
 #include "core/parallel_for.h"
 
 namespace attnfuzz {
@@ -160,6 +161,37 @@ TEST(DataDistribution, EveryDistributionKeepsItsBitsSoThatSavedCasesReplayTheirD
     }
   }
   EXPECT_EQ(hash, 0x5fc533f3d1e5f152ull) << std::hex << hash << "\n" << per_distribution;
+}
+
+// A row of a tensor is drawn in runs of normals at once: a row of 20 heads of 96 (1,920
+// elements) crosses a run's end inside it and ends inside the next. Every element of Q, K and V is
+// still the one-by-one drawn_value of its logical index, for every distribution.
+TEST(DataDistribution, RowsLongerThanARunOfNormalsDrawEveryElementAsOneByOne) {
+  for (const DataDistributionInfo& info : kDataDistributions) {
+    if (info.distribution == DataDistribution::peaked_softmax) continue;  // Q copies K
+    AttentionCase attention_case = small_case(Dtype::bf16, info.distribution);
+    attention_case.batch = 1;
+    attention_case.heads = 20;
+    attention_case.kv_heads = 20;
+    attention_case.seq_len_q = 3;
+    attention_case.seq_len_k = 2;
+    attention_case.head_dim = 96;
+    const AttentionProblem problem = problem_of(attention_case);
+    const AttentionInputs inputs = generate(attention_case);
+    for (const auto& [role, buffer, extent] :
+         {std::tuple{TensorRole::query, &inputs.q, q_extent(problem)},
+          std::tuple{TensorRole::key, &inputs.k, k_extent(problem)},
+          std::tuple{TensorRole::value, &inputs.v, v_extent(problem)}}) {
+      const TensorDraws draws = tensor_draws(problem, info.distribution, attention_case.seed, role);
+      const TensorShape shape{extent.batch, extent.seq_len, extent.heads, extent.head_dim,
+                              extent.strides};
+      for (std::int64_t index = 0; index < shape.elements(); ++index) {
+        ASSERT_EQ(buffer->at(static_cast<std::size_t>(shape.offset_of_logical(index))),
+                  element_bits(drawn_value(draws, shape, index), problem.dtype))
+            << info.name << " tensor " << static_cast<int>(role) << " element " << index;
+      }
+    }
+  }
 }
 
 TEST(DataDistribution, DataDoesNotDependOnTheThreadCount) {

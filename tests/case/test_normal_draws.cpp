@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +27,7 @@ TEST(NormalDraws, EveryValueOfARunIsTheStreamsOwnNormalDrawBitForBit) {
                                                : splitmix64_step(state++);
     std::vector<double> values(static_cast<std::size_t>(run % 131));  // 0 to 130 long
     for (const NormalsLoop& loop : normals_loops_this_cpu_runs()) {
+      std::fill(values.begin(), values.end(), std::nan(""));  // so that a skipped write shows
       loop.draw(stream, first, values);
       for (std::size_t i = 0; i < values.size(); ++i) {
         ASSERT_EQ(std::bit_cast<std::uint64_t>(values[i]),
@@ -32,6 +35,7 @@ TEST(NormalDraws, EveryValueOfARunIsTheStreamsOwnNormalDrawBitForBit) {
             << loop.instruction_set << ": run " << run << " first " << first << " element " << i;
       }
     }
+    std::fill(values.begin(), values.end(), std::nan(""));
     draw_normals(stream, first, values);  // the fastest of them
     for (std::size_t i = 0; i < values.size(); ++i) {
       ASSERT_EQ(std::bit_cast<std::uint64_t>(values[i]),
