@@ -19,6 +19,7 @@
 #include "case/attention_case.h"
 #include "case/input_draws.h"
 #include "core/parallel_for.h"
+#include "support/bit_hash.h"
 
 namespace attnfuzz {
 namespace {
@@ -143,24 +144,24 @@ TEST_P(DataDistributionPerDtype, SameProblemDistributionAndSeedGiveBitwiseIdenti
 // of 72), with their poisoned padding and guard tails, hashed, as they were when first pinned
 // (before the normal draws were vectorised).
 TEST(DataDistribution, EveryDistributionKeepsItsBitsSoThatSavedCasesReplayTheirData) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the patterns
+  BitHash hash;
   std::string per_distribution;
   for (const Dtype dtype : {Dtype::fp16, Dtype::bf16}) {
     for (const DataDistributionInfo& info : kDataDistributions) {
       AttentionCase attention_case = small_case(dtype, info.distribution);
       attention_case.head_dim = 72;
       const AttentionInputs inputs = generate(attention_case);
-      std::uint64_t tensors_hash = 0xcbf29ce484222325ull;
+      BitHash tensors_hash;
       for (const std::vector<std::uint16_t>* tensor : {&inputs.q, &inputs.k, &inputs.v}) {
-        for (const std::uint16_t bits : *tensor) {
-          tensors_hash = (tensors_hash ^ bits) * 0x100000001b3ull;
-        }
+        for (const std::uint16_t bits : *tensor) tensors_hash.add(bits);
       }
-      hash = (hash ^ tensors_hash) * 0x100000001b3ull;
-      per_distribution += std::string(info.name) + " " + std::to_string(tensors_hash) + "\n";
+      hash.add(tensors_hash.value());
+      per_distribution +=
+          std::string(info.name) + " " + std::to_string(tensors_hash.value()) + "\n";
     }
   }
-  EXPECT_EQ(hash, 0x5fc533f3d1e5f152ull) << std::hex << hash << "\n" << per_distribution;
+  EXPECT_EQ(hash.value(), 0x5fc533f3d1e5f152ull) << std::hex << hash.value() << "\n"
+                                                 << per_distribution;
 }
 
 // A row of a tensor is drawn in runs of normals at once: a row of 20 heads of 96 (1,920

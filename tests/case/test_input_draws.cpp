@@ -17,6 +17,7 @@
 
 #include "case/attention_case.h"
 #include "core/splitmix.h"
+#include "support/bit_hash.h"
 
 namespace attnfuzz {
 namespace {
@@ -141,14 +142,14 @@ TEST(InputDraws, UniformAndSmallIntegersAreTheirFormulasExactly) {
 // (before Box-Muller's functions became branch-free).
 // A change to the draws' arithmetic that alters any bit fails here.
 TEST(InputDraws, TheNormalDrawsKeepTheirBitsSoThatSavedCasesReplayTheirData) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the values' bits
+  BitHash hash;
   for (const std::uint64_t key : {0ull, 1ull, 0x123456789ABCDEFull, 0xFEDCBA9876543210ull}) {
     const InputStream stream{key};
     for (std::uint64_t index = 0; index < 1'000'000; ++index) {
-      hash = (hash ^ std::bit_cast<std::uint64_t>(stream.normal(index))) * 0x100000001b3ull;
+      hash.add(std::bit_cast<std::uint64_t>(stream.normal(index)));
     }
   }
-  EXPECT_EQ(hash, 0xccc5920ad0f56fc5ull) << std::hex << hash;
+  EXPECT_EQ(hash.value(), 0xccc5920ad0f56fc5ull) << std::hex << hash.value();
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "matrix/matrix_file.h"
 #include "run/case_runner.h"
 #include "run/guarded_output.h"
+#include "support/bit_hash.h"
 
 namespace attnfuzz {
 namespace {
@@ -479,8 +480,7 @@ TEST(CpuFlashPlants, AllowingNondeterminismJudgesEveryRunAgainstTheOracle) {
 // there changes the hash without any fault in the kernel (compute it again with the kernel as it
 // was, then pin it).
 TEST(CpuFlash, KeepsItsOutputBitsOnTheShippedMatrices) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
-  const auto mix = [&](std::uint64_t value) { hash = (hash ^ value) * 0x100000001b3ull; };
+  BitHash hash;
   int ran = 0;
   for (const char* matrix : {"edges.json", "variants.json", "fp8.json"}) {
     for (const AttentionCase& attention_case : load_built_in_matrix(matrix).cases) {
@@ -495,18 +495,18 @@ TEST(CpuFlash, KeepsItsOutputBitsOnTheShippedMatrices) {
       GuardedOutput output(problem);
       ASSERT_EQ(run_kernel(cpu_flash_kernel(), problem, inputs, PlantedBug::none, output).error,
                 "");
-      for (std::int64_t index = 0; index < output.span(); ++index) mix(output.data()[index]);
+      for (std::int64_t index = 0; index < output.span(); ++index) hash.add(output.data()[index]);
       if (output.lse() != nullptr) {
         for (std::int64_t index = 0; index < lse_span(problem); ++index) {
-          mix(std::bit_cast<std::uint32_t>(output.lse()[index]));
+          hash.add(std::bit_cast<std::uint32_t>(output.lse()[index]));
         }
       }
       ++ran;
     }
   }
   EXPECT_GT(ran, 200);
-  EXPECT_EQ(hash, 0x392b49a4b35d9014ull)
-      << std::hex << hash << " over " << std::dec << ran << " cases";
+  EXPECT_EQ(hash.value(), 0x392b49a4b35d9014ull)
+      << std::hex << hash.value() << " over " << std::dec << ran << " cases";
 }
 
 TEST(CpuFlashPlants, TheSlowdownsLeaveEveryOutputBitAsItWas) {
